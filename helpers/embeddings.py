@@ -1,0 +1,118 @@
+"""Word vectors: cosine similarity, similarity matrices, the real token-embedding table.
+
+Taught in 01_embeddings (cosine, the embedding table) and 02_similarity_matrix.
+"""
+
+import functools
+
+import numpy as np
+
+from helpers._validate import as_float_array
+
+
+def cosine_similarity(a, b):
+    """cos(a, b) = a.b / (|a| |b|) along the last axis; 0 where either vector is zero.
+
+    Shapes: a (..., d), b (..., d) -> (...), broadcast over the leading axes.
+    Taught in 01_embeddings.
+    """
+    a = as_float_array(a, "a")
+    b = as_float_array(b, "b")
+    if a.shape[-1] != b.shape[-1]:
+        raise ValueError(f"a and b must have the same last axis d: a has shape {a.shape}, b has shape {b.shape}")
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    dots = np.sum(a * b, axis=-1)
+    return np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+
+
+def unit_rows(X):
+    """Scale each row to length 1 (a zero row stays zero). Shapes: (..., d) -> (..., d)."""
+    X = as_float_array(X, "X")
+    norms = np.linalg.norm(X, axis=-1, keepdims=True)
+    return np.divide(X, norms, out=np.zeros_like(X), where=norms > 0)
+
+
+def similarity_matrix(X, cosine=False):
+    """All pairwise dot products X X^T (cosine similarities when cosine=True).
+
+    Shapes: X (T, d) -> (T, T).
+    Taught in 02_similarity_matrix.
+    """
+    X = as_float_array(X, "X", min_ndim=2)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-D (T, d), got shape {X.shape}")
+    if cosine:
+        X = unit_rows(X)
+    return X @ X.T  # (T, d) @ (d, T) -> (T, T)
+
+
+class TokenEmbeddings:
+    """The pretrained model's tokenizer and static token-embedding table (30,522 x 384).
+
+    These are the vectors the model starts from, before any attention layer: one fixed
+    vector per wordpiece, whatever its context. Use load_token_embeddings() to get one.
+    """
+
+    SPECIAL = ("[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]")
+
+    def __init__(self, table, tokenizer):
+        self.table = table  # (vocab_size, d_model)
+        self.tokenizer = tokenizer
+        vocab = tokenizer.get_vocab()
+        self.vocab = [None] * len(vocab)
+        for token, index in vocab.items():
+            self.vocab[index] = token
+        self._unit = unit_rows(table)  # (vocab_size, d_model), for nearest neighbours
+        # tokens a neighbour list should never show: special and unused slots
+        self._hidden = np.array([t in self.SPECIAL or t.startswith("[unused") for t in self.vocab])
+
+    def __repr__(self):
+        return f"TokenEmbeddings(vocab_size={self.table.shape[0]}, d_model={self.table.shape[1]})"
+
+    def tokenize(self, text, special_tokens=False):
+        """Wordpiece tokens of `text` (lower-cased; a split word's pieces start with ##)."""
+        return self.tokenizer.encode(text, add_special_tokens=special_tokens).tokens
+
+    def ids(self, text, special_tokens=False):
+        """Vocabulary ids of the wordpieces of `text`."""
+        return list(self.tokenizer.encode(text, add_special_tokens=special_tokens).ids)
+
+    def vectors(self, text, special_tokens=False):
+        """One row of the table per wordpiece. Shapes: -> (T, d_model)."""
+        return self.table[self.ids(text, special_tokens)]
+
+    def vector(self, word):
+        """The vector of one word: its row, or the mean of its pieces' rows if it is split."""
+        ids = self.ids(word)
+        if not ids:
+            raise ValueError(f"word {word!r} has no wordpieces")
+        return self.table[ids].mean(axis=0)
+
+    def nearest(self, query, k=10, exclude_query=True):
+        """The k tokens whose vectors have the highest cosine with `query` (a word or a vector).
+
+        Returns a list of (token, cosine), best first; special and [unused] tokens are skipped.
+        """
+        vec = self.vector(query) if isinstance(query, str) else as_float_array(query, "query")
+        if vec.shape != (self.table.shape[1],):
+            raise ValueError(f"query vector must have shape ({self.table.shape[1]},), got {vec.shape}")
+        cosines = self._unit @ unit_rows(vec)  # (vocab, d) @ (d,) -> (vocab,)
+        cosines = np.where(self._hidden, -np.inf, cosines)
+        if exclude_query and isinstance(query, str):
+            cosines[self.ids(query)] = -np.inf
+        top = np.argpartition(-cosines, k)[:k]
+        top = top[np.argsort(-cosines[top], kind="stable")]
+        return [(self.vocab[i], float(cosines[i])) for i in top]
+
+
+@functools.cache
+def load_token_embeddings():
+    """The real token-embedding table and tokenizer of all-MiniLM-L6-v2 (checksums verified).
+
+    A clear error with the install command if the weights package is missing.
+    Taught in 01_embeddings.
+    """
+    from helpers.pretrained import load_tensors, load_tokenizer
+
+    table = load_tensors()["embeddings.word_embeddings.weight"]  # (30522, 384)
+    return TokenEmbeddings(table, load_tokenizer())

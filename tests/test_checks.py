@@ -1,0 +1,183 @@
+"""Every registered exercise check, fed a correct, a wrong, an untouched and a crashing answer.
+
+The exercises are read from the registry at collection time, so an exercise added to
+helpers/checks.py later is covered without touching this file.
+"""
+
+import numpy as np
+import pytest
+
+from helpers import checks
+
+NAMES = sorted(checks.EXERCISES)
+VERDICT_MARKS = ("✓", "✗", "·")
+
+
+def define(source, name):
+    """Run an exercise's solution/wrong source and return the function it defines under `name`."""
+    namespace = {"np": np}
+    exec(source, namespace)  # our own registered source text
+    assert name in namespace, f"the source does not define a function called {name!r}"
+    return namespace[name]
+
+
+def run_check(name, answer, capsys):
+    """Run checks.<name>(answer); return (result, printed text). Fails the test if the check raises."""
+    result = getattr(checks, name)(answer)
+    printed = capsys.readouterr().out
+    verdicts = [line for line in printed.splitlines() if line.startswith(VERDICT_MARKS)]
+    assert len(verdicts) == 1, f"expected exactly one verdict line, got:\n{printed}"
+    assert name in verdicts[0]
+    return result, printed
+
+
+def raises_not_implemented(*args, **kwargs):
+    # your code here
+    raise NotImplementedError
+
+
+def returns_none(*args, **kwargs):
+    pass  # the learner wrote nothing yet (or forgot `return`)
+
+
+def divides_by_zero(*args, **kwargs):
+    return 1 / 0
+
+
+def bad_shapes(*args, **kwargs):
+    return np.ones((2, 3)) @ np.ones((4, 5))  # ValueError from numpy, the most common crash
+
+
+def bad_index(*args, **kwargs):
+    return [][0]  # IndexError
+
+
+def bad_name(*args, **kwargs):
+    return undefined_name  # noqa: F821 - NameError, a typo in the learner's code
+
+
+def test_there_are_exercises():
+    assert NAMES, "helpers.checks.EXERCISES is empty"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_registration(name):
+    ex = checks.EXERCISES[name]
+    assert ex.name == name
+    assert callable(getattr(checks, name, None)), f"checks.{name} is not exposed"
+    assert ex.hint and ex.notebook
+    assert f"def {name}(" in ex.solution and f"def {name}(" in ex.wrong
+    assert ex.solution != ex.wrong
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_solution_is_correct(name, capsys):
+    result, printed = run_check(name, define(checks.EXERCISES[name].solution, name), capsys)
+    assert result.status == checks.CORRECT, printed
+    assert bool(result) and printed.startswith("✓")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_wrong_answer_is_incorrect_with_a_hint(name, capsys):
+    result, printed = run_check(name, define(checks.EXERCISES[name].wrong, name), capsys)
+    assert result.status == checks.INCORRECT, printed
+    assert not result and printed.startswith("✗")
+    assert "Hint:" in printed
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("stub", [raises_not_implemented, returns_none, None, Ellipsis],
+                         ids=["raises NotImplementedError", "returns None", "None", "Ellipsis"])
+def test_untouched_stub_is_not_attempted(name, stub, capsys):
+    result, printed = run_check(name, stub, capsys)
+    assert result.status == checks.NOT_ATTEMPTED, printed
+    assert not result and printed.startswith("·")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_crashing_answer_is_incorrect_and_named(name, capsys):
+    result, printed = run_check(name, divides_by_zero, capsys)
+    assert result.status == checks.INCORRECT, printed
+    assert "ZeroDivisionError" in printed and "ZeroDivisionError" in result.message
+    assert "Traceback" not in printed  # shown briefly, not as a traceback
+
+
+@pytest.mark.parametrize("crash, error", [(bad_shapes, "ValueError"), (bad_index, "IndexError"),
+                                          (bad_name, "NameError")], ids=["ValueError", "IndexError", "NameError"])
+@pytest.mark.parametrize("name", NAMES)
+def test_other_crashes_are_incorrect_and_named(name, crash, error, capsys):
+    result, printed = run_check(name, crash, capsys)
+    assert result.status == checks.INCORRECT, printed
+    assert error in printed
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_answer_that_is_not_a_function_is_incorrect(name, capsys):
+    result, printed = run_check(name, 42, capsys)
+    assert result.status == checks.INCORRECT, printed
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hint_and_solution_print(name, capsys):
+    checks.hint(name)
+    printed = capsys.readouterr().out
+    assert checks.EXERCISES[name].hint in printed
+    checks.solution(name)
+    printed = capsys.readouterr().out
+    assert printed.strip() == checks.EXERCISES[name].solution
+    # the printed solution is a working answer
+    assert getattr(checks, name)(define(printed, name)).status == checks.CORRECT
+
+
+def test_unknown_name_does_not_raise(capsys):
+    checks.hint("no_such_exercise")
+    checks.solution("no_such_exercise")
+    printed = capsys.readouterr().out
+    assert printed.count("No exercise called 'no_such_exercise'") == 2
+    assert NAMES[0] in printed  # it lists the real ones
+
+
+def test_a_name_cannot_be_registered_twice():
+    name = NAMES[0]
+    before = dict(checks.EXERCISES)
+
+    def duplicate(answer):
+        pass
+
+    duplicate.__name__ = name
+    with pytest.raises(ValueError, match=f"{name!r} is registered twice"):
+        checks.exercise(notebook="99_test", hint="h", solution="", wrong="")(duplicate)
+    assert checks.EXERCISES == before
+
+
+# --- the building blocks exercises are written with ---------------------------------
+
+
+def test_expect_close_messages():
+    checks.expect_close([1.0, 2.0], [1.0, 2.0 + 1e-9], "x")  # within tolerance: no error
+    with pytest.raises(checks.Mismatch, match=r"x has shape \(3,\), expected \(2,\)"):
+        checks.expect_close([1.0, 2.0, 3.0], [1.0, 2.0], "x")
+    with pytest.raises(checks.Mismatch, match=r"x differs .* at index \(1,\): got 5, expected 2"):
+        checks.expect_close([1.0, 5.0], [1.0, 2.0], "x")
+    with pytest.raises(checks.Mismatch, match="x contains NaN"):
+        checks.expect_close([1.0, np.nan], [1.0, 2.0], "x")
+    with pytest.raises(checks.Mismatch, match="x should be an array"):
+        checks.expect_close([[1.0], [1.0, 2.0]], [1.0, 2.0], "x")
+
+
+def test_expect_equal_messages():
+    checks.expect_equal(np.array([True, False]), [True, False], "mask")
+    with pytest.raises(checks.Mismatch, match="mask should be a boolean array"):
+        checks.expect_equal(np.array([1, 0]), np.array([True, False]), "mask")
+    with pytest.raises(checks.Mismatch, match=r"mask differs at index \(1,\)"):
+        checks.expect_equal(np.array([True, True]), np.array([True, False]), "mask")
+
+
+def test_call_passes_copies():
+    def mutating(a):
+        a[:] = 0
+        return a
+
+    original = np.ones(3)
+    checks.call(mutating, original)
+    assert np.array_equal(original, np.ones(3))  # the learner cannot spoil the check's inputs

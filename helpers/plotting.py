@@ -112,6 +112,95 @@ def bars(values, labels=None, *, ax=None, title=None, ylabel="weight", ylim=(0, 
     return ax
 
 
+def arrows_2d(vectors, labels, *, ax=None, title=None):
+    """Each 2-D vector drawn as an arrow from the origin, labelled at its tip, on equal axes.
+
+    Shapes: vectors (n, 2); labels n strings.
+    """
+    vectors = np.asarray(vectors, dtype=float)
+    if vectors.ndim != 2 or vectors.shape[1] != 2:
+        raise ValueError(f"vectors must have shape (n, 2), got {vectors.shape}")
+    if len(labels) != len(vectors):
+        raise ValueError(f"labels has {len(labels)} entries but vectors has shape {vectors.shape}")
+    ax = _new_axes(ax, (4, 4))
+    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    for i, ((x, y), label) in enumerate(zip(vectors, labels, strict=True)):
+        color = palette[i % len(palette)]
+        ax.annotate("", xy=(x, y), xytext=(0, 0), arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2})
+        ax.text(x, y, f" {label} ", color=color, ha="left" if x >= 0 else "right", va="bottom")
+    margin = 0.25 * max(np.abs(vectors).max(), 1e-9)  # room for the labels
+    ax.set_xlim(min(0, vectors[:, 0].min()) - margin, max(0, vectors[:, 0].max()) + margin)
+    ax.set_ylim(min(0, vectors[:, 1].min()) - margin, max(0, vectors[:, 1].max()) + margin)
+    ax.set_aspect("equal")  # angles on screen are the true angles
+    ax.axhline(0, color="grey", lw=0.5)
+    ax.axvline(0, color="grey", lw=0.5)
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def labelled_scatter(points, labels, groups=None, *, ax=None, title=None):
+    """A dot per point with its label next to it, coloured by group (with a legend).
+
+    Shapes: points (n, 2); labels n strings; groups n group names (or None: one colour).
+    """
+    points = np.asarray(points, dtype=float)
+    if points.ndim != 2 or points.shape[1] != 2:
+        raise ValueError(f"points must have shape (n, 2), got {points.shape}")
+    groups = ["points"] * len(points) if groups is None else list(groups)
+    if len(labels) != len(points) or len(groups) != len(points):
+        raise ValueError(f"labels ({len(labels)}) and groups ({len(groups)}) need one entry per point; "
+                         f"points has shape {points.shape}")
+    ax = _new_axes(ax, (6.5, 5))
+    for group in dict.fromkeys(groups):  # first-seen order, so the legend reads like the input
+        rows = [i for i, g in enumerate(groups) if g == group]
+        dots = ax.scatter(points[rows, 0], points[rows, 1], s=18, label=group)
+        for i in rows:
+            ax.annotate(labels[i], points[i], xytext=(3, 3), textcoords="offset points", fontsize=8,
+                        color=dots.get_facecolor()[0])
+    if len(set(groups)) > 1:
+        ax.legend(fontsize=8, loc="best")
+    if title:
+        ax.set_title(title)
+    return ax
+
+
+def html_heatmap(matrix, row_labels, col_labels, *, title=None, cmap="viridis", fmt=".2f", vmin=None, vmax=None):
+    """A labelled heatmap as an HTML table (fast to redraw in a widget: no image is rendered).
+
+    Shapes: matrix (T_q, T_k); row_labels T_q strings; col_labels T_k strings. Returns a str.
+    """
+    import html
+
+    from matplotlib.colors import Normalize, to_hex
+
+    matrix = np.asarray(matrix, dtype=float)
+    if matrix.ndim != 2 or matrix.shape != (len(row_labels), len(col_labels)):
+        raise ValueError(f"matrix must have shape (len(row_labels), len(col_labels)) = "
+                         f"({len(row_labels)}, {len(col_labels)}), got {matrix.shape}")
+    finite = matrix[np.isfinite(matrix)]
+    low = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
+    high = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
+    colormap, norm = plt.get_cmap(cmap), Normalize(low, high if high > low else low + 1)
+    cell = "padding:2px 5px;text-align:center;font:11px monospace"
+    head = "".join(f'<th style="{cell};writing-mode:vertical-rl">{html.escape(c)}</th>' for c in col_labels)
+    rows = []
+    for label, values in zip(row_labels, matrix, strict=True):
+        cells = []
+        for value in values:
+            if not np.isfinite(value):
+                cells.append(f'<td style="{cell};background:#d9d9d9">{"−∞" if np.isneginf(value) else value}</td>')
+                continue
+            red, green, blue, _ = colormap(norm(value))
+            ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
+            cells.append(f'<td style="{cell};background:{to_hex((red, green, blue))};color:{ink}">'
+                         f"{format(value, fmt)}</td>")
+        rows.append(f'<tr><th style="{cell};text-align:right">{html.escape(label)}</th>{"".join(cells)}</tr>')
+    caption = f'<caption style="font-weight:bold;font-size:13px">{html.escape(title)}</caption>' if title else ""
+    return (f'<table style="border-collapse:collapse;margin:4px">{caption}<tr><th></th>{head}</tr>'
+            f'{"".join(rows)}</table>')
+
+
 def curves(series, *, ax=None, title=None, xlabel="step", ylabel="loss", logy=False):
     """One line per named series: {"label": values}."""
     ax = _new_axes(ax, (5, 3))
@@ -126,3 +215,64 @@ def curves(series, *, ax=None, title=None, xlabel="step", ylabel="loss", logy=Fa
     if len(series) > 1:
         ax.legend()
     return ax
+
+
+def sweep(x, series, *, ax=None, title=None, xlabel="d_k", ylabel=None, logx=True, logy=False, dashed=()):
+    """One line with markers per named series against x, e.g. a measured quantity against d_k.
+
+    Shapes: x (n,); series {label: (n,) values}; labels listed in `dashed` are drawn as dashed
+    reference lines without markers (e.g. the prediction the measurements should follow).
+    """
+    x = np.asarray(x, dtype=float)
+    ax = _new_axes(ax, (4.5, 3.2))
+    for label, values in series.items():
+        values = np.asarray(values, dtype=float)
+        if values.shape != x.shape:
+            raise ValueError(f"series {label!r} has shape {values.shape} but x has shape {x.shape}")
+        style = {"linestyle": "--", "color": "grey"} if label in dashed else {"marker": "o", "markersize": 4}
+        ax.plot(x, values, label=label, **style)
+    if logx:
+        ax.set_xscale("log", base=2)
+    if logy:
+        ax.set_yscale("log")
+    ax.set_xlabel(xlabel)
+    if ylabel:
+        ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title, fontsize=10)
+    ax.legend(fontsize=8)
+    return ax
+
+
+def head_grid(weights, tokens, query_tokens=None, *, titles=None, ncols=4, annotate=False, size=2.4):
+    """One heatmap per attention head in a grid, all on the same 0..1 colour scale.
+
+    Shapes: weights (n_heads, T_q, T_k); tokens T_k key labels; query_tokens T_q labels
+    (default tokens); titles n_heads strings (default "head 0", "head 1", ...).
+    Returns the (rows, cols) array of axes. Used from 06_multi_head_attention on.
+    """
+    weights = np.asarray(weights, dtype=float)
+    if weights.ndim != 3:
+        raise ValueError(f"weights must be 3-D (n_heads, T_q, T_k), got shape {weights.shape}")
+    n_heads, n_q, n_k = weights.shape
+    query_tokens = tokens if query_tokens is None else query_tokens
+    if len(tokens) != n_k or len(query_tokens) != n_q:
+        raise ValueError(f"weights has shape {weights.shape} (n_heads, T_q, T_k) but got "
+                         f"{len(query_tokens)} query labels and {len(tokens)} key labels")
+    titles = [f"head {i}" for i in range(n_heads)] if titles is None else list(titles)
+    if len(titles) != n_heads:
+        raise ValueError(f"titles has {len(titles)} entries but weights has {n_heads} heads (shape {weights.shape})")
+    ncols = max(1, min(ncols, n_heads))
+    nrows = -(-n_heads // ncols)  # ceiling division
+    fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.6, size * nrows), squeeze=False)
+    for i, ax in enumerate(axes.flat):
+        if i >= n_heads:
+            ax.axis("off")  # an empty slot in the last row
+            continue
+        first_col, last_row = i % ncols == 0, i // ncols == nrows - 1
+        heatmap(weights[i], query_tokens, tokens, ax=ax, title=titles[i], vmin=0, vmax=1, colorbar=False,
+                annotate=annotate, xlabel="key" if last_row else "", ylabel="query" if first_col else "")
+        if not first_col:
+            ax.set_yticklabels([])
+    fig.tight_layout()
+    return axes

@@ -31,8 +31,7 @@ def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cm
             raise ValueError(f"{name} has {len(labels)} entries but the matrix has shape {matrix.shape}")
     ax = _new_axes(ax, (1.2 + 0.55 * n_cols, 0.8 + 0.5 * n_rows))
     shown = np.ma.masked_invalid(matrix)
-    colormap = plt.get_cmap(cmap).copy()
-    colormap.set_bad("#d9d9d9")
+    colormap = plt.get_cmap(cmap).with_extremes(bad="#d9d9d9")
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto")
     ax.set_xticks(range(n_cols), col_labels if col_labels is not None else range(n_cols),
                   rotation=45 if col_labels is not None else 0, ha="right" if col_labels is not None else "center")
@@ -184,16 +183,17 @@ def html_heatmap(matrix, row_labels, col_labels, *, title=None, cmap="viridis", 
     colormap, norm = plt.get_cmap(cmap), Normalize(low, high if high > low else low + 1)
     cell = "padding:2px 5px;text-align:center;font:11px monospace"
     head = "".join(f'<th style="{cell};writing-mode:vertical-rl">{html.escape(c)}</th>' for c in col_labels)
+    rgba = colormap(norm(np.where(np.isfinite(matrix), matrix, low)))  # (T_q, T_k, 4), in one call
+    light = rgba[..., :3] @ np.array([0.299, 0.587, 0.114]) > 0.5  # (T_q, T_k): dark ink on light cells
     rows = []
-    for label, values in zip(row_labels, matrix, strict=True):
+    for i, (label, values) in enumerate(zip(row_labels, matrix, strict=True)):
         cells = []
-        for value in values:
+        for j, value in enumerate(values):
             if not np.isfinite(value):
                 cells.append(f'<td style="{cell};background:#d9d9d9">{"−∞" if np.isneginf(value) else value}</td>')
                 continue
-            red, green, blue, _ = colormap(norm(value))
-            ink = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
-            cells.append(f'<td style="{cell};background:{to_hex((red, green, blue))};color:{ink}">'
+            ink = "black" if light[i, j] else "white"
+            cells.append(f'<td style="{cell};background:{to_hex(rgba[i, j, :3])};color:{ink}">'
                          f"{format(value, fmt)}</td>")
         rows.append(f'<tr><th style="{cell};text-align:right">{html.escape(label)}</th>{"".join(cells)}</tr>')
     caption = f'<caption style="font-weight:bold;font-size:13px">{html.escape(title)}</caption>' if title else ""
@@ -231,10 +231,15 @@ def sweep(x, series, *, ax=None, title=None, xlabel="d_k", ylabel=None, logx=Tru
             raise ValueError(f"series {label!r} has shape {values.shape} but x has shape {x.shape}")
         style = {"linestyle": "--", "color": "grey"} if label in dashed else {"marker": "o", "markersize": 4}
         ax.plot(x, values, label=label, **style)
+    # plain-text tick labels: matplotlib's default 2^k / 10^k labels need mathtext, slow to start
     if logx:
         ax.set_xscale("log", base=2)
+        ax.set_xticks(x[::2], [f"{v:g}" for v in x[::2]])
+        ax.xaxis.set_minor_formatter(plt.NullFormatter())
     if logy:
         ax.set_yscale("log")
+        ax.yaxis.set_major_formatter(plt.FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(plt.NullFormatter())
     ax.set_xlabel(xlabel)
     if ylabel:
         ax.set_ylabel(ylabel)

@@ -16,7 +16,8 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 # JupyterLab refuses to start as root unless told it may
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup setup-test lint unit nbval execute clear-outputs times clean help
+.PHONY: lab test setup setup-test lint unit nbval execute clear-outputs times clean help \
+        chromium browser-test deploy-test
 
 help:
 	@echo "make lab    - set up .venv and start JupyterLab (extra options: ARGS=\"--no-browser --port=8888\")"
@@ -24,6 +25,8 @@ help:
 	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel and save outputs"
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
+	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
+	@echo "make deploy-test  - the Binder and Colab installs, each in a fresh venv"
 	@echo "make clean  - remove .venv"
 
 $(BIN)/python:
@@ -54,13 +57,13 @@ unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests
 
 nbval: $(TEST_STAMP)
-	$(BIN)/python -m pytest --nbval --nbval-current-env \
+	$(BIN)/python -m pytest -p no:hypothesispytest --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	    --nbval-sanitize-with tests/sanitize.cfg notebooks
 
 test: lint unit nbval
 
 execute: $(LAB_STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace $(NB)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 $(NB)
 
 clear-outputs: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --clear-output --inplace $(NB)
@@ -70,3 +73,29 @@ times: $(TEST_STAMP)
 
 clean:
 	rm -rf $(VENV)
+
+# ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
+# make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in
+#   Notebook 7) in headless Chromium; Debian's chromium is installed when missing (as root);
+#   a screenshot of each notebook lands in screenshots/ (git-ignored)
+# make deploy-test: venvs built as Binder and Colab build them (a few minutes)
+BROWSER_STAMP := $(VENV)/.installed-browser
+CHROMIUM      ?= /usr/bin/chromium
+
+$(BROWSER_STAMP): $(TEST_STAMP) requirements-browser.txt
+	$(PIP) install --quiet -r requirements-browser.txt
+	@touch $@
+
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	    if [ "$$(id -u)" != 0 ]; then \
+	        echo "$(CHROMIUM) is missing: install Debian's chromium (sudo apt-get install -y chromium)"; exit 1; \
+	    fi; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
+
+browser-test: $(BROWSER_STAMP) chromium
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -v -p no:cacheprovider tests/browser/check_in_browser.py
+
+deploy-test: $(TEST_STAMP)
+	$(BIN)/python -m pytest -v -p no:cacheprovider tests/deploy/check_binder_colab.py

@@ -20,8 +20,9 @@ REQUIREMENTS = {
     "safetensors": "0.4",
     "tokenizers": "0.15",
 }
-# what runs the notebook server rather than the kernel: absent on Colab, which has its own
-SERVER_SIDE = {"jupyterlab"}
+# what Colab provides itself and must not be changed there: it has no JupyterLab, and its
+# google-colab package pins ipykernel (6.17.1 in 2025): upgrading it would break the runtime
+SERVER_SIDE = {"jupyterlab", "ipykernel"}
 
 
 @dataclass

@@ -60,7 +60,7 @@ def entropy(weights, axis=-1):
 
 
 def softmax_explorer(scores, labels=None, temperature=1.0):
-    """A temperature slider over softmax(scores / temperature), drawn as bars with the entropy.
+    """A temperature slider over softmax(scores / temperature), drawn as HTML bars with the entropy.
 
     Low temperature sharpens the weights towards the largest score; high flattens them.
     Shapes: scores (T,) -> a widget.
@@ -71,11 +71,13 @@ def softmax_explorer(scores, labels=None, temperature=1.0):
     slider = widgets.FloatLogSlider(value=temperature, base=10, min=-1.5, max=1.5, step=0.05,
                                     description="temperature", continuous_update=True)
 
+    labels = [str(i) for i in range(len(scores))] if labels is None else list(labels)
+
     def draw(temperature):
         weights = softmax(scores / temperature)
-        ax = plotting.bars(weights, labels, title=f"softmax(scores / {temperature:.2f})   "
-                           f"entropy = {entropy(weights):.2f} nats (max {np.log(len(scores)):.2f})")
-        ax.figure.set_size_inches(6, 2.6)
+        title = (f"softmax(scores / {temperature:.2f}): entropy {entropy(weights):.2f} nats "
+                 f"(at most {np.log(len(scores)):.2f})")
+        _show_html(_weight_bars_html(weights, labels, title))  # HTML, not an image: redraws in milliseconds
 
     return explorer({"temperature": slider}, draw)
 

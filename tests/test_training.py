@@ -1,7 +1,6 @@
 """helpers/training.py: losses and gradients against loops and finite differences, the optimisers
 against closed forms, the toy task's properties; plus the compute functions of the 03/04 widgets."""
 
-import time
 
 import numpy as np
 import pytest
@@ -322,7 +321,7 @@ def test_scaling_weights_is_softmax_of_the_scaled_scores():
         widgets.scaling_weights(2048)
 
 
-def test_explorers_update_quickly():
+def test_explorers_follow_their_controls():
     widgets = pytest.importorskip("helpers.widgets")
     box = widgets.scaling_explorer()
     snapshots = softmax(np.random.default_rng(0).normal(size=(3, 6, 6)))
@@ -330,9 +329,8 @@ def test_explorers_update_quickly():
     for control, values in ((box.controls["d_k"], [1, 1024, 64]), (box.controls["temperature"], [0.1, 10.0]),
                             (box.controls["scaled"], [True, False]), (steps_box.controls["step"], [20, 0, 10])):
         for value in values:
-            start = time.perf_counter()
             control.value = value  # each change redraws through the explorer's observer
-            assert time.perf_counter() - start < 0.1
+            assert control.value == value  # (how fast: benchmarks/widget_times.py)
     weights, loss = widgets.snapshot_at(snapshots, [0, 10, 20], 10, [2.0, 1.0, 0.5])
     np.testing.assert_array_equal(weights, snapshots[1])
     assert loss == 1.0

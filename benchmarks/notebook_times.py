@@ -34,7 +34,7 @@ class TimedClient(NotebookClient):
 def time_notebook(path):
     """(total seconds, slowest cell seconds, slowest cell index) for one fresh-kernel run."""
     nb = nbformat.read(path, as_version=4)
-    client = TimedClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    client = TimedClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
     start = time.perf_counter()
     client.execute()
     total = time.perf_counter() - start

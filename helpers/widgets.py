@@ -69,7 +69,8 @@ def softmax_explorer(scores, labels=None, temperature=1.0):
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D (T,), got shape {scores.shape}")
     slider = widgets.FloatLogSlider(value=temperature, base=10, min=-1.5, max=1.5, step=0.05,
-                                    description="temperature", continuous_update=True)
+                                    description="temperature", continuous_update=True,
+                                    style={"description_width": "initial"})
 
     labels = [str(i) for i in range(len(scores))] if labels is None else list(labels)
 
@@ -333,7 +334,8 @@ def _weight_bars_html(values, labels, title):
         f'<td><div style="background:#d62728;height:10px;width:{max(0.0, float(w)) * 150:.0f}px"></div></td>'
         f'<td style="padding:0 6px;font:11px monospace">{w:.3f}</td></tr>'
         for label, w in zip(labels, values, strict=True))
-    return (f'<table style="margin:4px 12px"><caption style="font-weight:bold">{html.escape(title)}</caption>'
+    return (f'<table style="margin:4px 12px"><caption style="font-weight:bold;white-space:nowrap;text-align:left">'
+            f'{html.escape(title)}</caption>'
             f"{rows}</table>")
 
 

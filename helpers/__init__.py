@@ -8,21 +8,15 @@ Plotting, widgets and exercise checks: `from helpers import plotting, widgets, c
 
 import numpy as _np
 
-MIN_NUMPY = (1, 24)
+from helpers.environment import REQUIREMENTS as _REQUIREMENTS  # stdlib only: safe to import this early
+from helpers.environment import version_tuple as _version_tuple
 
+MIN_NUMPY = _REQUIREMENTS["numpy"]  # the same minimum as requirements.txt (a test keeps them in step)
 
-def _version_tuple(version):
-    parts = []
-    for piece in version.split(".")[:2]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits or 0))
-    return tuple(parts)
-
-
-if _version_tuple(_np.__version__) < MIN_NUMPY:
+if _version_tuple(_np.__version__) < _version_tuple(MIN_NUMPY):
     raise ImportError(
-        f"numpy {_np.__version__} is too old for the workshop (need >= {MIN_NUMPY[0]}.{MIN_NUMPY[1]}).\n"
-        f'Upgrade it with:  pip install -U "numpy>={MIN_NUMPY[0]}.{MIN_NUMPY[1]}"  and restart the kernel.'
+        f"numpy {_np.__version__} is too old for the workshop (need >= {MIN_NUMPY}).\n"
+        f'Upgrade it with:  pip install -U "numpy>={MIN_NUMPY}"  and restart the kernel.'
     )
 
 from helpers.attention import (  # noqa: E402

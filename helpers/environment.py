@@ -22,7 +22,7 @@ REQUIREMENTS = {
 }
 # what Colab provides itself and must not be changed there: it has no JupyterLab, and its
 # google-colab package pins ipykernel (6.17.1 in 2025): upgrading it would break the runtime
-SERVER_SIDE = {"jupyterlab", "ipykernel"}
+LEFT_TO_COLAB = {"jupyterlab", "ipykernel"}
 
 
 @dataclass
@@ -102,7 +102,7 @@ def run_all(colab=None):
     colab = "google.colab" in sys.modules if colab is None else colab
     checks = [check_python()]
     checks += [check_package(name, minimum) for name, minimum in REQUIREMENTS.items()
-               if not (colab and name in SERVER_SIDE)]
+               if not (colab and name in LEFT_TO_COLAB)]
     if not colab:
         checks.append(check_widget_frontend())
     checks.append(check_weights())

@@ -120,17 +120,12 @@ def word_pair_summary(emb, word_a, word_b, k=10, cache=None):
 
 
 def _neighbour_table(word, tokens, neighbours):
+    """One word's nearest neighbours as HTML bars, captioned with the word's wordpieces."""
     import html
 
-    rows = "".join(
-        f'<tr><td style="padding:0 6px;font-family:monospace">{html.escape(token)}</td>'
-        f'<td><div style="background:#1f77b4;height:10px;width:{max(0.0, cos) * 150:.0f}px"></div></td>'
-        f'<td style="padding:0 6px;font-family:monospace">{cos:.3f}</td></tr>'
-        for token, cos in neighbours)
     pieces = " ".join(tokens) or "(no wordpieces)"
     caption = f"<b>{html.escape(word)}</b> = [{html.escape(pieces)}]: nearest neighbours"
-    return (f'<table style="margin-right:24px"><caption style="text-align:left;font-size:13px">{caption}</caption>'
-            f"{rows}</table>")
+    return _bars_html([cos for _, cos in neighbours], [token for token, _ in neighbours], caption, "#1f77b4")
 
 
 def word_pair_html(summary):
@@ -325,18 +320,24 @@ def masked_weights(scores, lengths, sentence=0, causal=True, padding=True):
     return mask, weights
 
 
-def _weight_bars_html(values, labels, title):
-    """One query's weights as horizontal HTML bars, a row per key (fast to redraw: no image)."""
+def _bars_html(values, labels, caption_html, color):
+    """Horizontal HTML bars, a row per label, under a caption (fast to redraw: no image)."""
     import html
 
     rows = "".join(
         f'<tr><td style="padding:0 6px;font:11px monospace;text-align:right">{html.escape(label)}</td>'
-        f'<td><div style="background:#d62728;height:10px;width:{max(0.0, float(w)) * 150:.0f}px"></div></td>'
+        f'<td><div style="background:{color};height:10px;width:{max(0.0, float(w)) * 150:.0f}px"></div></td>'
         f'<td style="padding:0 6px;font:11px monospace">{w:.3f}</td></tr>'
         for label, w in zip(labels, values, strict=True))
-    return (f'<table style="margin:4px 12px"><caption style="font-weight:bold;white-space:nowrap;text-align:left">'
-            f'{html.escape(title)}</caption>'
-            f"{rows}</table>")
+    return (f'<table style="margin:4px 12px"><caption style="white-space:nowrap;text-align:left">'
+            f"{caption_html}</caption>{rows}</table>")
+
+
+def _weight_bars_html(values, labels, title):
+    """One query's weights as horizontal HTML bars, a row per key, under a bold title."""
+    import html
+
+    return _bars_html(values, labels, f"<b>{html.escape(title)}</b>", "#d62728")
 
 
 def _row_labels(tokens, query):

@@ -159,3 +159,15 @@ def test_multihead_attention_matches_the_contract():
     assert list(params) == ["d_model", "n_heads", "bias", "rng"]
     assert params["bias"].kind is inspect.Parameter.KEYWORD_ONLY
     assert list(inspect.signature(helpers.MultiHeadAttention.__call__).parameters) == ["self", "x", "context", "mask"]
+
+
+def test_a_too_old_numpy_gets_a_clear_message_with_the_fix():
+    import subprocess
+    import sys
+
+    code = "import numpy; numpy.__version__ = '1.20.3'; import helpers"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert result.returncode != 0
+    last_lines = result.stderr.strip().splitlines()[-2:]
+    assert "numpy 1.20.3 is too old" in last_lines[0]
+    assert 'pip install -U "numpy>=1.24"' in last_lines[1]

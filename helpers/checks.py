@@ -99,7 +99,7 @@ def call(fn, *args, **kwargs):
         warnings.simplefilter("ignore")
         result = fn(*copies, **kwargs)
     if _is_untouched(result):
-        raise NotAttempted("your function returned None: did you forget `return`?")
+        raise NotAttempted("Your function returned None: did you forget `return`?")
     return result
 
 
@@ -160,10 +160,10 @@ def _run(ex, answer):
         ex.check(answer)
         status, message = CORRECT, f"✓ {ex.name}: correct!"
     except (NotAttempted, NotImplementedError) as exc:
-        why = f" ({exc})" if isinstance(exc, NotAttempted) and str(exc) else ""
         status = NOT_ATTEMPTED
-        message = (f"· {ex.name}: not attempted yet{why}. Fill in the code above and run both cells "
-                   f"again; checks.hint({ex.name!r}) gives a hint.")
+        todo = (str(exc) if isinstance(exc, NotAttempted) and str(exc)
+                else "Write your code in place of `raise NotImplementedError` and run the cell again.")
+        message = f"· {ex.name}: not attempted yet. {todo}\n  checks.hint({ex.name!r}) gives a hint."
     except Mismatch as exc:
         status, message = INCORRECT, f"✗ {ex.name}: {exc}\n  Hint: {ex.hint}"
     except Exception as exc:  # a crash inside the learner's code is shown, never raised

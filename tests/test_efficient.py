@@ -1,0 +1,285 @@
+"""Tiled attention, the online softmax and the KV cache against scaled_dot_product_attention."""
+
+import tracemalloc
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import MultiHeadAttention, causal_mask, scaled_dot_product_attention, softmax
+from helpers.efficient import (
+    COMPUTED,
+    MASKED,
+    SKIPPED,
+    KVCache,
+    attention_in_place,
+    block_grid,
+    cached_self_attention,
+    online_softmax_step,
+    tiled_attention,
+)
+from helpers.threads import blas_threads
+
+FAST = settings(max_examples=60, deadline=None)
+
+
+def reference(q, k, v, causal):
+    """The contract: scaled_dot_product_attention with causal_mask's alignment."""
+    mask = causal_mask(q.shape[-2], k.shape[-2]) if causal else None
+    return scaled_dot_product_attention(q, k, v, mask=mask)[0]
+
+
+def random_qkv(rng, q_shape, k_shape, d_v, dtype=np.float64, scale=1.0):
+    """q (*q_shape), k (*k_shape), v (*k_shape[:-1], d_v) with unit-scale entries (times `scale`)."""
+    q = rng.standard_normal(q_shape) * scale
+    k = rng.standard_normal(k_shape) * scale
+    v = rng.standard_normal(k_shape[:-1] + (d_v,))
+    return q.astype(dtype), k.astype(dtype), v.astype(dtype)
+
+
+# batch axes of q and k (v follows k): equal, broadcast one way, broadcast the other way, none
+BATCHES = [((2, 3), (2, 3)), ((2, 1), (4,)), ((), (3,)), ((), ())]
+
+
+@st.composite
+def tiled_problems(draw):
+    causal = draw(st.booleans())
+    T_k = draw(st.integers(1, 20))
+    T_q = draw(st.integers(1, T_k)) if causal else draw(st.integers(1, 20))
+    q_batch, k_batch = draw(st.sampled_from(BATCHES))
+    d_k, d_v = draw(st.integers(1, 5)), draw(st.integers(1, 4))
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    q, k, v = random_qkv(rng, q_batch + (T_q, d_k), k_batch + (T_k, d_k), d_v, scale=draw(st.sampled_from([0.1, 1.0, 4.0])))
+    return q, k, v, causal, draw(st.integers(1, 8)), draw(st.integers(1, 3))
+
+
+@FAST
+@given(tiled_problems())
+def test_tiled_equals_reference_float64(problem):
+    q, k, v, causal, block_size, n_threads = problem
+    out = tiled_attention(q, k, v, causal=causal, block_size=block_size, n_threads=n_threads)
+    expected = reference(q, k, v, causal)
+    assert out.shape == expected.shape and out.dtype == np.float64
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("T_q, T_k, causal", [(100, 100, True), (37, 129, True), (129, 37, False), (1, 50, True), (64, 64, False)])
+@pytest.mark.parametrize("block_size", [16, 32, None])
+def test_tiled_float32_within_float32_precision(rng, T_q, T_k, causal, block_size):
+    q, k, v = random_qkv(rng, (3, T_q, 16), (3, T_k, 16), 8, dtype=np.float32)
+    out = tiled_attention(q, k, v, causal=causal, block_size=block_size)
+    assert out.dtype == np.float32
+    exact = reference(*(x.astype(np.float64) for x in (q, k, v)), causal)
+    np.testing.assert_allclose(out, exact, rtol=0, atol=2e-6)
+    np.testing.assert_allclose(out, reference(q, k, v, causal), rtol=0, atol=4e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_query_that_sees_one_key_copies_its_value(rng, dtype):
+    q, k, v = random_qkv(rng, (2, 9, 4), (2, 9, 4), 3, dtype=dtype)
+    out = tiled_attention(q, k, v, causal=True, block_size=4)
+    np.testing.assert_allclose(out[:, 0], v[:, 0], rtol=1e-6)  # position 0 sees only key 0
+    np.testing.assert_allclose(out, reference(q, k, v, True), rtol=1e-5, atol=1e-6)
+
+
+def test_large_logits_float32_match_float64_where_naive_drifts(rng):
+    q, k, v = random_qkv(rng, (4, 300, 16), (4, 300, 16), 8, dtype=np.float32, scale=10.0)
+    exact = reference(*(x.astype(np.float64) for x in (q, k, v)), True)
+    out = tiled_attention(q, k, v, causal=True, block_size=32)
+    np.testing.assert_allclose(out, exact, rtol=0, atol=5e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_scores_that_grow_along_the_keys_raise_the_running_max(rng, dtype):
+    # each key block scores 60 higher than the one before: keeping the first block's max
+    # would overflow exp() in float32, so the tile must be redone with a raised max.
+    # Integer keys and scale 1/2 make every score exact in float32 too.
+    T, d = 96, 4
+    q = np.ones((T, d), dtype)
+    k = np.repeat(np.arange(T // 16) * 30, 16)[:, None] + rng.integers(-3, 4, size=(T, d))
+    k, v = k.astype(dtype), rng.standard_normal((T, 3)).astype(dtype)
+    exact = reference(q.astype(np.float64), k.astype(np.float64), v.astype(np.float64), False)
+    out = tiled_attention(q, k, v, block_size=16)
+    assert np.all(np.isfinite(out))
+    np.testing.assert_allclose(out, exact, rtol=1e-5, atol=1e-6)
+
+
+def test_nan_input_gives_nan_rows_like_the_reference(rng):
+    q, k, v = random_qkv(rng, (6, 4), (10, 4), 2)
+    k[3, 0] = np.nan
+    out = tiled_attention(q, k, v, block_size=4)
+    assert np.isnan(out).all() and np.isnan(reference(q, k, v, False)).all()
+
+
+def test_threads_give_identical_bits_and_restore_blas(rng):
+    q, k, v = random_qkv(rng, (5, 70, 8), (5, 70, 8), 8, dtype=np.float32)
+    before = blas_threads()
+    one = tiled_attention(q, k, v, causal=True, block_size=16, n_threads=1)
+    three = tiled_attention(q, k, v, causal=True, block_size=16, n_threads=3)
+    assert np.array_equal(one, three)
+    assert blas_threads() == before
+
+
+def test_empty_inputs_match_the_reference():
+    q, k, v = np.zeros((0, 4)), np.zeros((3, 4)), np.zeros((3, 2))
+    assert tiled_attention(q, k, v).shape == (0, 2)
+    q, k, v = np.ones((2, 4)), np.zeros((0, 4)), np.zeros((0, 2))
+    np.testing.assert_array_equal(tiled_attention(q, k, v), reference(q, k, v, False))
+
+
+def test_float16_in_float16_out(rng):
+    q, k, v = random_qkv(rng, (12, 8), (12, 8), 4, dtype=np.float16)
+    out = tiled_attention(q, k, v, causal=True, block_size=5)
+    assert out.dtype == np.float16
+    np.testing.assert_allclose(out, reference(*(x.astype(np.float64) for x in (q, k, v)), True), atol=3e-3)
+
+
+def test_extra_memory_is_linear_in_T(rng):
+    heads, T, d = 2, 1024, 16
+    q, k, v = random_qkv(rng, (heads, T, d), (heads, T, d), d, dtype=np.float32)
+    tracemalloc.start()
+    tiled_attention(q, k, v, causal=True, block_size=128, n_threads=2)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    scores_bytes = heads * T * T * 4  # what the naive version holds at once: 8 MiB here
+    assert peak < scores_bytes / 8, f"tiled attention peaked at {peak / 2**20:.1f} MiB"
+
+
+@pytest.mark.parametrize(
+    "args, error, words",
+    [
+        (("abc", np.ones((3, 4)), np.ones((3, 2))), TypeError, "q must be an array"),
+        ((np.ones((2, 4)), np.ones((3, 5)), np.ones((3, 2))), ValueError, "share d_k"),
+        ((np.ones((2, 4)), np.ones((3, 4)), np.ones((4, 2))), ValueError, "same number of keys"),
+        ((np.ones((2, 2, 4)), np.ones((3, 3, 4)), np.ones((3, 3, 2))), ValueError, "do not broadcast"),
+        ((np.ones(4), np.ones((3, 4)), np.ones((3, 2))), ValueError, "at least 2"),
+    ],
+)
+def test_bad_arrays_are_named(args, error, words):
+    with pytest.raises(error, match=words):
+        tiled_attention(*args)
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        ({"block_size": 0}, ValueError, "block_size must be a positive int"),
+        ({"block_size": 2.5}, TypeError, "block_size"),
+        ({"block_size": True}, TypeError, "block_size"),
+        ({"n_threads": 0}, ValueError, "n_threads"),
+    ],
+)
+def test_bad_options_are_named(kwargs, error, words):
+    with pytest.raises(error, match=words):
+        tiled_attention(np.ones((2, 4)), np.ones((3, 4)), np.ones((3, 2)), **kwargs)
+
+
+def test_causal_needs_at_least_as_many_keys_as_queries():
+    with pytest.raises(ValueError, match=r"T_k >= T_q.*\(5, 4\).*\(3, 4\)"):
+        tiled_attention(np.ones((5, 4)), np.ones((3, 4)), np.ones((3, 2)), causal=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_in_place_equals_reference(rng, causal, dtype):
+    q, k, v = random_qkv(rng, (2, 7, 5), (2, 11, 5), 3, dtype=dtype)
+    out = attention_in_place(q, k, v, causal=causal)
+    assert out.dtype == dtype
+    np.testing.assert_allclose(out, reference(q, k, v, causal), rtol=1e-5 if dtype == np.float32 else 1e-12)
+
+
+@FAST
+@given(st.integers(1, 30), st.integers(1, 7), st.integers(0, 2**32 - 1))
+def test_online_softmax_block_by_block_equals_softmax(T, block, seed):
+    rng = np.random.default_rng(seed)
+    scores, values = rng.normal(size=(3, T)) * 5, rng.normal(size=(T, 2))
+    scores[0, : T // 2] = -np.inf  # a row whose first blocks are all masked
+    m, l, acc = np.full(3, -np.inf), np.zeros(3), np.zeros((3, 2))
+    for j in range(0, T, block):
+        m, l, acc = online_softmax_step(m, l, acc, scores[:, j : j + block], values[j : j + block])
+    np.testing.assert_allclose(m, scores.max(axis=1))
+    np.testing.assert_allclose(acc / l[:, None], softmax(scores) @ values, rtol=1e-10, atol=1e-12)
+
+
+def test_block_grid_agrees_with_the_causal_mask():
+    for T_q, T_k, block in [(10, 10, 3), (4, 10, 3), (7, 7, 7), (9, 13, 2), (1, 5, 1)]:
+        grid, mask = block_grid(T_q, T_k, block, causal=True), causal_mask(T_q, T_k)
+        for r, i0 in enumerate(range(0, T_q, block)):
+            for c, j0 in enumerate(range(0, T_k, block)):
+                tile = mask[i0 : i0 + block, j0 : j0 + block]
+                last_seen = np.nonzero(tile.any(axis=0))[0]  # columns some query of the block sees
+                if grid[r, c] == SKIPPED:
+                    assert not tile.any()
+                elif grid[r, c] == COMPUTED:  # every query sees every key it is given
+                    assert tile[:, : last_seen[-1] + 1].all()
+                else:
+                    assert grid[r, c] == MASKED and not tile[:, : last_seen[-1] + 1].all()
+        assert (block_grid(T_q, T_k, block, causal=False) == COMPUTED).all()
+
+
+def test_block_grid_counts_for_a_square_causal_grid():
+    grid = block_grid(8, 8, 2, causal=True)  # 4 x 4 tiles: 6 below the diagonal, 4 on it, 6 above
+    assert [(grid == kind).sum() for kind in (COMPUTED, MASKED, SKIPPED)] == [6, 4, 6]
+
+
+def test_kv_cache_one_token_at_a_time_equals_full_causal_attention(rng):
+    q, k, v = random_qkv(rng, (2, 12, 4), (2, 12, 4), 3, dtype=np.float32)
+    cache = KVCache()
+    rows = []
+    for t in range(12):
+        cache.append(k[:, t : t + 1], v[:, t : t + 1])
+        rows.append(cache.attend(q[:, t : t + 1]))
+    assert len(cache) == 12 and cache.keys.shape == (2, 12, 4) and cache.nbytes == k.nbytes + v.nbytes
+    np.testing.assert_allclose(np.concatenate(rows, axis=1), reference(q, k, v, True), rtol=1e-5, atol=1e-6)
+
+
+def test_kv_cache_appends_several_tokens_and_grows(rng):
+    cache = KVCache()
+    for t in (3, 20, 1, 40):
+        cache.append(rng.normal(size=(t, 2)), rng.normal(size=(t, 5)))
+    assert len(cache) == 64 and cache.values.shape == (64, 5)
+
+
+def test_kv_cache_bad_input():
+    cache = KVCache()
+    with pytest.raises(ValueError, match="empty"):
+        cache.attend(np.ones((1, 2)))
+    with pytest.raises(ValueError, match=r"k \(3, 2\).*v \(4, 2\)"):
+        cache.append(np.ones((3, 2)), np.ones((4, 2)))
+    cache.append(np.ones((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="do not match the cached keys"):
+        cache.append(np.ones((1, 3)), np.ones((1, 2)))
+
+
+def tiny_model(rng, vocab=11, d_model=8, n_heads=2, n_layers=2):
+    E = rng.normal(size=(vocab, d_model))  # token embeddings, also the output layer
+    layers = [MultiHeadAttention(d_model, n_heads, rng=rng) for _ in range(n_layers)]
+    return E, layers
+
+
+def generate(E, layers, prompt, n_new, use_cache):
+    """Greedy generation; returns the tokens and the logits of every step."""
+    tokens, all_logits = list(prompt), []
+    caches = [KVCache() for _ in layers]
+    new = list(prompt)  # the tokens not yet run through the model
+    for _ in range(n_new):
+        x = E[tokens] if not use_cache else E[new]  # (T, d_model) or (t, d_model)
+        for layer, cache in zip(layers, caches):
+            if use_cache:
+                x = x + cached_self_attention(layer, x, cache)
+            else:
+                x = x + layer(x, mask=causal_mask(len(tokens)))[0]
+        logits = x[-1] @ E.T  # (vocab,): only the last position predicts the next token
+        tokens.append(int(np.argmax(logits)))
+        all_logits.append(logits)
+        new = tokens[-1:]
+    return tokens, np.array(all_logits)
+
+
+def test_generation_with_kv_cache_equals_recomputation(rng):
+    E, layers = tiny_model(rng)
+    tokens_full, logits_full = generate(E, layers, [1, 5, 2], 12, use_cache=False)
+    tokens_cached, logits_cached = generate(E, layers, [1, 5, 2], 12, use_cache=True)
+    assert tokens_full == tokens_cached
+    np.testing.assert_allclose(logits_cached, logits_full, rtol=1e-10, atol=1e-12)

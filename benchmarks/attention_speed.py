@@ -2,7 +2,8 @@
 
     python benchmarks/attention_speed.py [--T 1024 2048 4096] [--repeats 9] [--heads 8] [--d 64]
 
-Work: float32 q, k, v of shape (B*H, T, d), causal and not. Variants:
+Work: float32 q, k, v of shape (B, H, T, d), causal and not (4 axes: with 3, torch falls back
+from its fused kernel to its plain matmul-softmax-matmul path). Variants:
   naive           helpers.scaled_dot_product_attention (the full (B*H, T, T) scores)
   in place        helpers.efficient.attention_in_place (one scores buffer, fewer passes)
   tiled, 1 thread helpers.efficient.tiled_attention(..., n_threads=1)
@@ -73,9 +74,9 @@ def peak_mib(f, *args):
     return peak / 2**20
 
 
-def measure(T, causal, repeats, heads, d, rng):
+def measure(T, causal, repeats, batch, heads, d, rng):
     """Rows (name, median seconds, median ratio to torch or nan, peak MiB, max error)."""
-    q, k, v = (rng.standard_normal((heads, T, d), dtype=np.float32) for _ in range(3))
+    q, k, v = (rng.standard_normal((batch, heads, T, d), dtype=np.float32) for _ in range(3))
     mask = causal_mask(T, T) if causal else None
     reference = scaled_dot_product_attention(*(x.astype(np.float64) for x in (q, k, v)), mask=mask)[0]
     fs = variants(causal)
@@ -101,7 +102,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--T", type=int, nargs="+", default=[1024, 2048, 4096])
     parser.add_argument("--repeats", type=int, default=9)
-    parser.add_argument("--heads", type=int, default=8, help="B*H, the number of (batch, head) pairs")
+    parser.add_argument("--batch", type=int, default=2)
+    parser.add_argument("--heads", type=int, default=4)
     parser.add_argument("--d", type=int, default=64)
     parser.add_argument("--causal", choices=["both", "yes", "no"], default="both")
     args = parser.parse_args()
@@ -110,12 +112,16 @@ def main():
           f"{f' ({torch.get_num_threads()} threads)' if torch else ''}, {os.cpu_count()} cores, "
           f"BLAS held to one thread: {blas_controllable()}, "
           f"OPENBLAS_CORETYPE={os.environ.get('OPENBLAS_CORETYPE', '(default)')}")
-    print(f"float32, B*H={args.heads}, d={args.d}, {args.repeats} interleaved rounds; "
+    print(f"float32, (B, H, T, d) = ({args.batch}, {args.heads}, T, {args.d}), {args.repeats} interleaved rounds; "
           "ratio = median of (ours / torch) per round")
+    if torch is not None:
+        x = torch.zeros(args.batch, args.heads, 8, args.d)
+        backend = {0: "math (unfused)", 1: "flash (fused)"}.get(int(torch._fused_sdp_choice(x, x, x)), "other")
+        print(f"torch's backend for these shapes: {backend}")
     print(f"{'T':>5} {'causal':>6}  {'variant':<16} {'ms':>9} {'/ torch':>8} {'peak MiB':>9} {'max err':>9}")
     causal_choices = {"both": (False, True), "yes": (True,), "no": (False,)}[args.causal]
     for T, causal in itertools.product(args.T, causal_choices):
-        for name, sec, ratio, peak, error in measure(T, causal, args.repeats, args.heads, args.d, rng):
+        for name, sec, ratio, peak, error in measure(T, causal, args.repeats, args.batch, args.heads, args.d, rng):
             ratio_text = "" if np.isnan(ratio) else f"{ratio:7.2f}x"
             peak_text = "" if np.isnan(peak) else f"{peak:9.1f}"
             print(f"{T:>5} {str(causal):>6}  {name:<16} {sec * 1e3:9.1f} {ratio_text:>8} {peak_text:>9} {error:9.1e}")

@@ -1,18 +1,21 @@
-"""Attention at length: the online softmax, tiled attention and the KV cache.
+"""Attention at length: the online softmax and tiled attention (and the KV cache, from helpers.kv_cache).
 
 Taught in 10_efficient_attention.
 """
 
+import functools
+
 import numpy as np
 
-from helpers._validate import as_float_array, positive_int
-from helpers.attention import _check_qkv, scaled_dot_product_attention
+from helpers._validate import positive_int
+from helpers.attention import _check_qkv
+from helpers.kv_cache import KVCache, cached_self_attention  # noqa: F401 - the KV cache is part of this topic
 from helpers.masking import causal_mask
-from helpers.multihead import merge_heads, split_heads
 from helpers.threads import default_threads, parallel_for
 
-DEFAULT_BLOCK_SIZE = 256  # query and key rows per tile: smaller pays Python's overhead per tile
+DEFAULT_BLOCK_SIZE = 512  # query and key rows per tile: best measured on 2 cores (256 pays more Python overhead)
 SKIPPED, COMPUTED, MASKED = 0, 1, 2  # what tiled attention does with a tile (block_grid's codes)
+_DIAGONAL_GROUPS = 4  # a tile on the causal diagonal is computed in this many groups of rows
 
 
 def attention_in_place(q, k, v, causal=False):
@@ -57,6 +60,11 @@ def online_softmax_step(m, l, acc, scores, values):
     return m_new, l_new, acc_new
 
 
+def _check_causal(causal, T_q, T_k, got):
+    if causal and T_k < T_q:
+        raise ValueError(f"causal attention needs T_k >= T_q (the queries are the last T_q positions), got {got}")
+
+
 def _key_blocks(first, last, T_k, block_size, causal):
     """(j0, j1, kind) for the key blocks that queries at positions first..last must see.
 
@@ -77,8 +85,7 @@ def block_grid(T_q, T_k, block_size, causal):
     """
     T_q, T_k = positive_int(T_q, "T_q"), positive_int(T_k, "T_k")
     block_size = positive_int(block_size, "block_size")
-    if causal and T_k < T_q:
-        raise ValueError(f"causal attention needs T_k >= T_q (the queries are the last T_q positions), got T_q={T_q}, T_k={T_k}")
+    _check_causal(causal, T_q, T_k, f"T_q={T_q}, T_k={T_k}")
     grid = np.full((-(-T_q // block_size), -(-T_k // block_size)), SKIPPED)
     for row, i0 in enumerate(range(0, T_q, block_size)):
         i1 = min(i0 + block_size, T_q)
@@ -87,46 +94,84 @@ def block_grid(T_q, T_k, block_size, causal):
     return grid
 
 
-def _with_ones(x):
-    """x with a column of ones appended. Shapes: (T, d) -> (T, d + 1)."""
-    out = np.empty((x.shape[0], x.shape[1] + 1), x.dtype)
+def _with_ones(x, out):
+    """Fill `out` with x and a column of ones: [x | 1]. Shapes: x (T, d), out (T, d + 1) -> out."""
     out[:, :-1] = x
     out[:, -1] = 1
     return out
 
 
-def _attend_rows(Q1, K1, V1, blocks, first, S_flat, big):
-    """Tiled attention for one block of queries. Shapes: Q1 (b, d+1), K1 (T_k, d+1), V1 (T_k, d_v+1) -> (b, d_v).
+@functools.lru_cache(maxsize=32)
+def _hidden(rows, cols, offset):
+    """Which keys of a tile are hidden: query r may see key c iff c - r <= offset. -> (rows, cols) bool."""
+    hidden = np.arange(cols)[None, :] - np.arange(rows)[:, None] > offset
+    hidden.flags.writeable = False  # shared by every call (and thread) with the same shape
+    return hidden
 
-    Three folds keep each tile to two matrix products and one exp():
-    Q1 = [Q * scale | -m] and K1 = [K | 1] give scores - m straight from the product;
-    V1 = [V | 1] gives the row sums l as the last column of P @ V1;
-    m is only raised when a tile's sums exceed `big` (else exp(s - m) is exact and safe).
+
+def _fold_tile(Q1, K1, V1, acc, j0, j1, hidden_after, S_flat, big):
+    """Fold keys j0..j1-1 into the running sums of the queries Q1; Q1's last column (-m) and acc change in place.
+
+    Shapes: Q1 (b, d+1) = [Q * scale | -m], K1 (T_k, d+1) = [K | 1], V1 (T_k, d_v+1) = [V | 1],
+            acc (b, d_v+1) = sum of exp(s - m) * [v | 1]. hidden_after: None, or the position of
+            Q1's first query (query r may not see keys after position hidden_after + r).
+    The folds keep a tile to two matrix products and one exp(): [Q | -m] [K | 1]^T gives s - m,
+    the last column of P [V | 1] gives the row sums; m is only raised when a tile's sums exceed
+    `big` (exp(s - m) is exact for any m: m only keeps exp() from overflowing, and it never falls
+    below a score the query has seen, so the sums stay >= 1).
     """
     b = Q1.shape[0]
-    acc = None  # (b, d_v + 1): sum of exp(s - m) * [v | 1] over the keys seen so far
+    S = S_flat[: b * (j1 - j0)].reshape(b, j1 - j0)
+    for attempt in ("keep m", "raise m"):
+        np.matmul(Q1, K1[j0:j1].T, out=S)  # (b, d+1) @ (d+1, B) -> (b, B): scores - m
+        if hidden_after is not None:  # query r sees keys up to hidden_after + r: the rest become -inf
+            np.copyto(S, -np.inf, where=_hidden(b, j1 - j0, hidden_after - j0))
+        if attempt == "keep m":
+            with np.errstate(over="ignore", invalid="ignore"):
+                update = np.exp(S, out=S) @ V1[j0:j1]  # (b, B) @ (B, d_v+1) -> (b, d_v+1)
+            if update[:, -1].max() <= big:  # False for inf and nan too
+                acc += update
+                return
+            continue  # a score rose far above m: redo the tile with a new m
+        shift = np.maximum(S.max(axis=1), 0)  # (b,): how far each row's max is above m (m never falls)
+        S -= shift[:, None]
+        update = np.exp(S, out=S) @ V1[j0:j1]  # (b, B) @ (B, d_v+1) -> (b, d_v+1)
+        acc *= np.exp(-shift)[:, None]  # what was summed against the old m
+        acc += update
+        Q1[:, -1] -= shift  # m += shift
+        return
+
+
+def _first_max(Q, K_first, first):
+    """Each query's largest score over the first few keys, a start for m that every query has seen.
+
+    Shapes: Q (b, d) scaled, K_first (n, d) -> (b,). Causal (first = the position of Q's first
+    query): query r sees keys up to first + r, and key 0 always.
+    """
+    s = Q @ K_first.T  # (b, d) @ (d, n) -> (b, n)
+    if first is not None and first < len(K_first) - 1:
+        s = np.where(np.arange(len(K_first))[None, :] <= np.arange(first, first + len(Q))[:, None], s, -np.inf)
+    return s.max(axis=1)
+
+
+def _attend_rows(Q1, K1, V1, blocks, first, S_flat, big, group):
+    """Tiled attention for one block of queries at positions first, first+1, ... -> (b, d_v).
+
+    A tile crossing the causal diagonal is cut into groups of `group` rows, each given only the
+    keys up to its last query: the work wasted on hidden keys shrinks from b*b/2 to b*group/2.
+    """
+    b = Q1.shape[0]
+    acc = np.zeros((b, V1.shape[1]), Q1.dtype)  # (b, d_v + 1)
     for j0, j1, kind in blocks:
-        S = S_flat[: b * (j1 - j0)].reshape(b, j1 - j0)
-        for attempt in ("keep m", "raise m"):
-            np.matmul(Q1, K1[j0:j1].T, out=S)  # (b, d+1) @ (d+1, B) -> (b, B): scores - m
-            if kind == MASKED:  # the query at position first + r may see keys up to first + r
-                hidden = np.arange(j0, j1)[None, :] > np.arange(first, first + b)[:, None]  # (b, B)
-                np.copyto(S, -np.inf, where=hidden)
-            if acc is not None and attempt == "keep m":
-                with np.errstate(over="ignore", invalid="ignore"):
-                    update = np.exp(S, out=S) @ V1[j0:j1]  # (b, B) @ (B, d_v+1) -> (b, d_v+1)
-                if update[:, -1].max() <= big:  # False for inf and nan too
-                    acc += update
-                    break
-                continue  # a score rose far above m: redo the tile with a new m
-            shift = S.max(axis=1)  # (b,): how far each row's max is above m
-            if acc is not None:
-                np.maximum(shift, 0, out=shift)  # m never falls: sums stay >= 1
-            S -= shift[:, None]
-            update = np.exp(S, out=S) @ V1[j0:j1]  # (b, B) @ (B, d_v+1) -> (b, d_v+1)
-            acc = update if acc is None else acc * np.exp(-shift)[:, None] + update
-            Q1[:, -1] -= shift  # m += shift
-            break
+        if kind == MASKED:
+            for r0 in range(0, b, group):
+                r1 = min(r0 + group, b)
+                stop = min(j1, first + r1)  # the keys the group's last query may see
+                if stop > j0:
+                    hidden_after = first + r0 if stop - 1 > first + r0 else None
+                    _fold_tile(Q1[r0:r1], K1, V1, acc[r0:r1], j0, stop, hidden_after, S_flat, big)
+        else:
+            _fold_tile(Q1, K1, V1, acc, j0, j1, None, S_flat, big)
     return acc[:, :-1] / acc[:, -1:]  # (b, d_v) / (b, 1)
 
 
@@ -144,9 +189,7 @@ def tiled_attention(q, k, v, causal=False, block_size=None, *, n_threads=None):
     block_size = DEFAULT_BLOCK_SIZE if block_size is None else positive_int(block_size, "block_size")
     n_threads = default_threads() if n_threads is None else positive_int(n_threads, "n_threads")
     (T_q, d_k), (T_k, d_v) = q.shape[-2:], v.shape[-2:]
-    if causal and T_k < T_q:
-        raise ValueError(f"causal attention needs T_k >= T_q (the queries are the last T_q positions), "
-                         f"got q {q.shape} and k {k.shape}")
+    _check_causal(causal, T_q, T_k, f"q {q.shape} and k {k.shape}")
     dtype = np.result_type(q, k, v)
     work_dtype = np.result_type(dtype, np.float32)  # float16 is computed in float32
     batch = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -160,99 +203,22 @@ def tiled_attention(q, k, v, causal=False, block_size=None, *, n_threads=None):
     def work(item, scratch):
         index, i0 = item
         i1 = min(i0 + block_size, T_q)
-        if scratch.get("index") != index:  # [K | 1] and [V | 1], built once per batch item
-            K1, V1 = _with_ones(k[index].astype(work_dtype)), _with_ones(v[index].astype(work_dtype))
-            scratch.update(index=index, K1=K1, V1=V1, S=np.empty(block_size * block_size, work_dtype))
-        Q1 = np.zeros((i1 - i0, d_k + 1), work_dtype)  # [Q * scale | -m], m = 0 until the first tile
+        if not scratch:  # this thread's buffers, reused for every item it takes
+            scratch.update(index=None, K1=np.empty((T_k, d_k + 1), work_dtype), V1=np.empty((T_k, d_v + 1), work_dtype),
+                           S=np.empty(block_size * block_size, work_dtype))
+        if scratch["index"] != index:  # [K | 1] and [V | 1], built once per batch item
+            _with_ones(k[index], scratch["K1"])
+            _with_ones(v[index], scratch["V1"])
+            scratch["index"] = index
+        Q1 = np.empty((i1 - i0, d_k + 1), work_dtype)  # [Q * scale | -m]
         np.multiply(q[index][i0:i1], scale, out=Q1[:, :-1])
         first, last = i0 + T_k - T_q, i1 - 1 + T_k - T_q  # the queries' positions among the keys
+        Q1[:, -1] = -_first_max(Q1[:, :-1], scratch["K1"][:16, :-1], first if causal else None)
         blocks = _key_blocks(first, last, T_k, block_size, causal)
-        out[index][i0:i1] = _attend_rows(Q1, scratch["K1"], scratch["V1"], blocks, first, scratch["S"], big)
+        out[index][i0:i1] = _attend_rows(Q1, scratch["K1"], scratch["V1"], blocks, first, scratch["S"], big,
+                                         group=max(1, block_size // _DIAGONAL_GROUPS))
 
     # the latest query blocks see the most keys: start them first so the threads finish together
     items = [(index, i0) for index in np.ndindex(batch) for i0 in reversed(range(0, T_q, block_size))]
     parallel_for(work, items, min(n_threads, len(items)))
     return out
-
-
-def cached_self_attention(mha, x_new, cache):
-    """Causal MultiHeadAttention for the newest tokens only: their keys and values join `cache`.
-
-    Shapes: x_new (..., t, d_model) -> (..., t, d_model); the cache holds (..., h, T, d_head).
-    Equals mha(x, mask=causal_mask(T))[0][..., -t:, :] where x is every token so far.
-    Taught in 10_efficient_attention.
-    """
-    x_new = as_float_array(x_new, "x_new", min_ndim=2)
-
-    def project(W, b):  # the parameters may be float64: float32 in stays float32 out
-        out = x_new @ W.astype(x_new.dtype, copy=False)  # (..., t, d_model) @ (d_model, d_model)
-        return out if b is None else out + b.astype(x_new.dtype, copy=False)
-
-    Q = split_heads(project(mha.W_q, mha.b_q), mha.n_heads)  # (..., h, t, d_head)
-    cache.append(split_heads(project(mha.W_k, mha.b_k), mha.n_heads),  # (..., h, t, d_head)
-                 split_heads(project(mha.W_v, mha.b_v), mha.n_heads))
-    heads = cache.attend(Q)  # (..., h, t, d_head): the new queries against every stored key
-    out = merge_heads(heads) @ mha.W_o.astype(x_new.dtype, copy=False)  # (..., t, d_model)
-    return out if mha.b_o is None else out + mha.b_o.astype(x_new.dtype, copy=False)
-
-
-class KVCache:
-    """The keys and values of the tokens seen so far, for causal generation one token at a time.
-
-    Shapes: append(k (..., t, d_k), v (..., t, d_v)); keys (..., T, d_k); values (..., T, d_v);
-            attend(q (..., t_q, d_k)) -> (..., t_q, d_v), the queries being the last t_q positions.
-    Storage grows by doubling, so appending a token copies nothing already stored (amortised).
-    Taught in 10_efficient_attention.
-    """
-
-    def __init__(self):
-        self._k = self._v = None  # (..., capacity, d_k), (..., capacity, d_v)
-        self.length = 0
-
-    def __len__(self):
-        return self.length
-
-    @property
-    def keys(self):
-        return None if self._k is None else self._k[..., : self.length, :]
-
-    @property
-    def values(self):
-        return None if self._v is None else self._v[..., : self.length, :]
-
-    @property
-    def nbytes(self):
-        """Bytes the stored keys and values take (not counting the spare capacity)."""
-        return 0 if self._k is None else self.keys.nbytes + self.values.nbytes
-
-    def append(self, k, v):
-        """Store the keys and values of t new tokens after the ones already stored."""
-        k = as_float_array(k, "k", min_ndim=2)
-        v = as_float_array(v, "v", min_ndim=2)
-        if k.shape[:-1] != v.shape[:-1]:
-            raise ValueError(f"k {k.shape} (..., t, d_k) and v {v.shape} (..., t, d_v) must agree on (..., t)")
-        if self._k is not None and (k.shape[:-2] != self._k.shape[:-2] or k.shape[-1] != self._k.shape[-1]
-                                    or v.shape[-1] != self._v.shape[-1]):
-            raise ValueError(f"k {k.shape} and v {v.shape} do not match the cached keys {self.keys.shape} "
-                             f"and values {self.values.shape} (same batch axes, d_k and d_v)")
-        t = k.shape[-2]
-        if self._k is None or self.length + t > self._k.shape[-2]:
-            self._grow(max(2 * self.length, self.length + t, 16), k, v)
-        self._k[..., self.length : self.length + t, :] = k
-        self._v[..., self.length : self.length + t, :] = v
-        self.length += t
-
-    def _grow(self, capacity, k, v):
-        new_k = np.empty(k.shape[:-2] + (capacity, k.shape[-1]), k.dtype)
-        new_v = np.empty(v.shape[:-2] + (capacity, v.shape[-1]), v.dtype)
-        if self._k is not None:
-            new_k[..., : self.length, :], new_v[..., : self.length, :] = self.keys, self.values
-        self._k, self._v = new_k, new_v
-
-    def attend(self, q):
-        """Causal attention of the newest queries over every stored key: no recomputation."""
-        if self._k is None:
-            raise ValueError("the cache is empty: append the new tokens' keys and values before attend(q)")
-        q = as_float_array(q, "q", min_ndim=2)
-        mask = causal_mask(q.shape[-2], self.length)  # (t_q, T): the queries are the newest tokens
-        return scaled_dot_product_attention(q, self.keys, self.values, mask=mask)[0]

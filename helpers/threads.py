@@ -91,7 +91,7 @@ def blas_single_thread():
         with _lock:
             _depth -= 1
             if _depth == 0:
-                for (setter, _), n in zip(_CONTROLS, _saved):
+                for (setter, _), n in zip(_CONTROLS, _saved, strict=True):
                     setter(n)
 
 

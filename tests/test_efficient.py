@@ -1,4 +1,4 @@
-"""Tiled attention, the online softmax and the KV cache against scaled_dot_product_attention."""
+"""Tiled attention and the online softmax against scaled_dot_product_attention."""
 
 import tracemalloc
 
@@ -7,15 +7,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import MultiHeadAttention, causal_mask, scaled_dot_product_attention, softmax
+from helpers import causal_mask, scaled_dot_product_attention, softmax
 from helpers.efficient import (
     COMPUTED,
     MASKED,
     SKIPPED,
-    KVCache,
     attention_in_place,
     block_grid,
-    cached_self_attention,
     online_softmax_step,
     tiled_attention,
 )
@@ -50,7 +48,8 @@ def tiled_problems(draw):
     q_batch, k_batch = draw(st.sampled_from(BATCHES))
     d_k, d_v = draw(st.integers(1, 5)), draw(st.integers(1, 4))
     rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
-    q, k, v = random_qkv(rng, q_batch + (T_q, d_k), k_batch + (T_k, d_k), d_v, scale=draw(st.sampled_from([0.1, 1.0, 4.0])))
+    scale = draw(st.sampled_from([0.1, 1.0, 4.0]))
+    q, k, v = random_qkv(rng, q_batch + (T_q, d_k), k_batch + (T_k, d_k), d_v, scale=scale)
     return q, k, v, causal, draw(st.integers(1, 8)), draw(st.integers(1, 3))
 
 
@@ -64,7 +63,8 @@ def test_tiled_equals_reference_float64(problem):
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("T_q, T_k, causal", [(100, 100, True), (37, 129, True), (129, 37, False), (1, 50, True), (64, 64, False)])
+@pytest.mark.parametrize("T_q, T_k, causal",
+                         [(100, 100, True), (37, 129, True), (129, 37, False), (1, 50, True), (64, 64, False)])
 @pytest.mark.parametrize("block_size", [16, 32, None])
 def test_tiled_float32_within_float32_precision(rng, T_q, T_k, causal, block_size):
     q, k, v = random_qkv(rng, (3, T_q, 16), (3, T_k, 16), 8, dtype=np.float32)
@@ -221,65 +221,3 @@ def test_block_grid_agrees_with_the_causal_mask():
 def test_block_grid_counts_for_a_square_causal_grid():
     grid = block_grid(8, 8, 2, causal=True)  # 4 x 4 tiles: 6 below the diagonal, 4 on it, 6 above
     assert [(grid == kind).sum() for kind in (COMPUTED, MASKED, SKIPPED)] == [6, 4, 6]
-
-
-def test_kv_cache_one_token_at_a_time_equals_full_causal_attention(rng):
-    q, k, v = random_qkv(rng, (2, 12, 4), (2, 12, 4), 3, dtype=np.float32)
-    cache = KVCache()
-    rows = []
-    for t in range(12):
-        cache.append(k[:, t : t + 1], v[:, t : t + 1])
-        rows.append(cache.attend(q[:, t : t + 1]))
-    assert len(cache) == 12 and cache.keys.shape == (2, 12, 4) and cache.nbytes == k.nbytes + v.nbytes
-    np.testing.assert_allclose(np.concatenate(rows, axis=1), reference(q, k, v, True), rtol=1e-5, atol=1e-6)
-
-
-def test_kv_cache_appends_several_tokens_and_grows(rng):
-    cache = KVCache()
-    for t in (3, 20, 1, 40):
-        cache.append(rng.normal(size=(t, 2)), rng.normal(size=(t, 5)))
-    assert len(cache) == 64 and cache.values.shape == (64, 5)
-
-
-def test_kv_cache_bad_input():
-    cache = KVCache()
-    with pytest.raises(ValueError, match="empty"):
-        cache.attend(np.ones((1, 2)))
-    with pytest.raises(ValueError, match=r"k \(3, 2\).*v \(4, 2\)"):
-        cache.append(np.ones((3, 2)), np.ones((4, 2)))
-    cache.append(np.ones((3, 2)), np.ones((3, 2)))
-    with pytest.raises(ValueError, match="do not match the cached keys"):
-        cache.append(np.ones((1, 3)), np.ones((1, 2)))
-
-
-def tiny_model(rng, vocab=11, d_model=8, n_heads=2, n_layers=2):
-    E = rng.normal(size=(vocab, d_model))  # token embeddings, also the output layer
-    layers = [MultiHeadAttention(d_model, n_heads, rng=rng) for _ in range(n_layers)]
-    return E, layers
-
-
-def generate(E, layers, prompt, n_new, use_cache):
-    """Greedy generation; returns the tokens and the logits of every step."""
-    tokens, all_logits = list(prompt), []
-    caches = [KVCache() for _ in layers]
-    new = list(prompt)  # the tokens not yet run through the model
-    for _ in range(n_new):
-        x = E[tokens] if not use_cache else E[new]  # (T, d_model) or (t, d_model)
-        for layer, cache in zip(layers, caches):
-            if use_cache:
-                x = x + cached_self_attention(layer, x, cache)
-            else:
-                x = x + layer(x, mask=causal_mask(len(tokens)))[0]
-        logits = x[-1] @ E.T  # (vocab,): only the last position predicts the next token
-        tokens.append(int(np.argmax(logits)))
-        all_logits.append(logits)
-        new = tokens[-1:]
-    return tokens, np.array(all_logits)
-
-
-def test_generation_with_kv_cache_equals_recomputation(rng):
-    E, layers = tiny_model(rng)
-    tokens_full, logits_full = generate(E, layers, [1, 5, 2], 12, use_cache=False)
-    tokens_cached, logits_cached = generate(E, layers, [1, 5, 2], 12, use_cache=True)
-    assert tokens_full == tokens_cached
-    np.testing.assert_allclose(logits_cached, logits_full, rtol=1e-10, atol=1e-12)

@@ -1,0 +1,94 @@
+"""The KV cache: causal generation one token at a time without recomputing the past.
+
+Taught in 10_efficient_attention.
+"""
+
+import numpy as np
+
+from helpers._validate import as_float_array
+from helpers.attention import scaled_dot_product_attention
+from helpers.masking import causal_mask
+from helpers.multihead import merge_heads, split_heads
+
+
+def cached_self_attention(mha, x_new, cache):
+    """Causal MultiHeadAttention for the newest tokens only: their keys and values join `cache`.
+
+    Shapes: x_new (..., t, d_model) -> (..., t, d_model); the cache holds (..., h, T, d_head).
+    Equals mha(x, mask=causal_mask(T))[0][..., -t:, :] where x is every token so far.
+    Taught in 10_efficient_attention.
+    """
+    x_new = as_float_array(x_new, "x_new", min_ndim=2)
+
+    def project(W, b):  # the parameters may be float64: float32 in stays float32 out
+        out = x_new @ W.astype(x_new.dtype, copy=False)  # (..., t, d_model) @ (d_model, d_model)
+        return out if b is None else out + b.astype(x_new.dtype, copy=False)
+
+    Q = split_heads(project(mha.W_q, mha.b_q), mha.n_heads)  # (..., h, t, d_head)
+    cache.append(split_heads(project(mha.W_k, mha.b_k), mha.n_heads),  # (..., h, t, d_head)
+                 split_heads(project(mha.W_v, mha.b_v), mha.n_heads))
+    heads = cache.attend(Q)  # (..., h, t, d_head): the new queries against every stored key
+    out = merge_heads(heads) @ mha.W_o.astype(x_new.dtype, copy=False)  # (..., t, d_model)
+    return out if mha.b_o is None else out + mha.b_o.astype(x_new.dtype, copy=False)
+
+
+class KVCache:
+    """The keys and values of the tokens seen so far, for causal generation one token at a time.
+
+    Shapes: append(k (..., t, d_k), v (..., t, d_v)); keys (..., T, d_k); values (..., T, d_v);
+            attend(q (..., t_q, d_k)) -> (..., t_q, d_v), the queries being the last t_q positions.
+    Storage grows by doubling, so appending a token copies nothing already stored (amortised).
+    Taught in 10_efficient_attention.
+    """
+
+    def __init__(self):
+        self._k = self._v = None  # (..., capacity, d_k), (..., capacity, d_v)
+        self.length = 0
+
+    def __len__(self):
+        return self.length
+
+    @property
+    def keys(self):
+        return None if self._k is None else self._k[..., : self.length, :]
+
+    @property
+    def values(self):
+        return None if self._v is None else self._v[..., : self.length, :]
+
+    @property
+    def nbytes(self):
+        """Bytes the stored keys and values take (not counting the spare capacity)."""
+        return 0 if self._k is None else self.keys.nbytes + self.values.nbytes
+
+    def append(self, k, v):
+        """Store the keys and values of t new tokens after the ones already stored."""
+        k = as_float_array(k, "k", min_ndim=2)
+        v = as_float_array(v, "v", min_ndim=2)
+        if k.shape[:-1] != v.shape[:-1]:
+            raise ValueError(f"k {k.shape} (..., t, d_k) and v {v.shape} (..., t, d_v) must agree on (..., t)")
+        if self._k is not None and (k.shape[:-2] != self._k.shape[:-2] or k.shape[-1] != self._k.shape[-1]
+                                    or v.shape[-1] != self._v.shape[-1]):
+            raise ValueError(f"k {k.shape} and v {v.shape} do not match the cached keys {self.keys.shape} "
+                             f"and values {self.values.shape} (same batch axes, d_k and d_v)")
+        t = k.shape[-2]
+        if self._k is None or self.length + t > self._k.shape[-2]:
+            self._grow(max(2 * self.length, self.length + t, 16), k, v)
+        self._k[..., self.length : self.length + t, :] = k
+        self._v[..., self.length : self.length + t, :] = v
+        self.length += t
+
+    def _grow(self, capacity, k, v):
+        new_k = np.empty(k.shape[:-2] + (capacity, k.shape[-1]), k.dtype)
+        new_v = np.empty(v.shape[:-2] + (capacity, v.shape[-1]), v.dtype)
+        if self._k is not None:
+            new_k[..., : self.length, :], new_v[..., : self.length, :] = self.keys, self.values
+        self._k, self._v = new_k, new_v
+
+    def attend(self, q):
+        """Causal attention of the newest queries over every stored key: no recomputation."""
+        if self._k is None:
+            raise ValueError("the cache is empty: append the new tokens' keys and values before attend(q)")
+        q = as_float_array(q, "q", min_ndim=2)
+        mask = causal_mask(q.shape[-2], self.length)  # (t_q, T): the queries are the newest tokens
+        return scaled_dot_product_attention(q, self.keys, self.values, mask=mask)[0]

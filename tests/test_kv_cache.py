@@ -1,0 +1,93 @@
+"""The KV cache: token-by-token attention and generation equal to recomputing everything."""
+
+import numpy as np
+import pytest
+
+from helpers import MultiHeadAttention, causal_mask, scaled_dot_product_attention
+from helpers.kv_cache import KVCache, cached_self_attention
+
+
+def random_qkv(rng, T, d_k, d_v, heads=2):
+    q, k = rng.standard_normal((heads, T, d_k)), rng.standard_normal((heads, T, d_k))
+    return q.astype(np.float32), k.astype(np.float32), rng.standard_normal((heads, T, d_v)).astype(np.float32)
+
+
+def test_kv_cache_one_token_at_a_time_equals_full_causal_attention(rng):
+    q, k, v = random_qkv(rng, 12, 4, 3)
+    cache = KVCache()
+    rows = []
+    for t in range(12):
+        cache.append(k[:, t : t + 1], v[:, t : t + 1])
+        rows.append(cache.attend(q[:, t : t + 1]))
+    assert len(cache) == 12 and cache.keys.shape == (2, 12, 4) and cache.nbytes == k.nbytes + v.nbytes
+    expected = scaled_dot_product_attention(q, k, v, mask=causal_mask(12))[0]
+    np.testing.assert_allclose(np.concatenate(rows, axis=1), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_kv_cache_appends_several_tokens_and_grows(rng):
+    cache = KVCache()
+    for t in (3, 20, 1, 40):
+        cache.append(rng.normal(size=(t, 2)), rng.normal(size=(t, 5)))
+    assert len(cache) == 64 and cache.values.shape == (64, 5)
+
+
+def test_kv_cache_bad_input():
+    cache = KVCache()
+    with pytest.raises(ValueError, match="empty"):
+        cache.attend(np.ones((1, 2)))
+    with pytest.raises(ValueError, match=r"k \(3, 2\).*v \(4, 2\)"):
+        cache.append(np.ones((3, 2)), np.ones((4, 2)))
+    cache.append(np.ones((3, 2)), np.ones((3, 2)))
+    with pytest.raises(ValueError, match="do not match the cached keys"):
+        cache.append(np.ones((1, 3)), np.ones((1, 2)))
+
+
+def tiny_model(rng, vocab=11, d_model=8, n_heads=2, n_layers=2):
+    E = rng.normal(size=(vocab, d_model))  # token embeddings, also the output layer
+    layers = [MultiHeadAttention(d_model, n_heads, rng=rng) for _ in range(n_layers)]
+    return E, layers
+
+
+def generate(E, layers, prompt, n_new, use_cache):
+    """Greedy generation; returns the tokens and the logits of every step."""
+    tokens, all_logits = list(prompt), []
+    caches = [KVCache() for _ in layers]
+    new = list(prompt)  # the tokens not yet run through the model
+    for _ in range(n_new):
+        x = E[tokens] if not use_cache else E[new]  # (T, d_model) or (t, d_model)
+        for layer, cache in zip(layers, caches, strict=True):
+            if use_cache:
+                x = x + cached_self_attention(layer, x, cache)
+            else:
+                x = x + layer(x, mask=causal_mask(len(tokens)))[0]
+        logits = x[-1] @ E.T  # (vocab,): only the last position predicts the next token
+        tokens.append(int(np.argmax(logits)))
+        all_logits.append(logits)
+        new = tokens[-1:]
+    return tokens, np.array(all_logits)
+
+
+def test_generation_with_kv_cache_equals_recomputation(rng):
+    E, layers = tiny_model(rng)
+    tokens_full, logits_full = generate(E, layers, [1, 5, 2], 12, use_cache=False)
+    tokens_cached, logits_cached = generate(E, layers, [1, 5, 2], 12, use_cache=True)
+    assert tokens_full == tokens_cached
+    np.testing.assert_allclose(logits_cached, logits_full, rtol=1e-10, atol=1e-12)
+
+
+def test_cached_self_attention_keeps_float32(rng):
+    layer = MultiHeadAttention(8, 2, rng=rng)
+    x = rng.standard_normal((5, 8)).astype(np.float32)
+    out = cached_self_attention(layer, x, KVCache())
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, layer(x, mask=causal_mask(5))[0], rtol=1e-5, atol=1e-6)
+
+
+def test_cached_self_attention_on_a_batch_with_a_prompt_then_single_tokens(rng):
+    layer = MultiHeadAttention(8, 2, rng=rng)
+    x = rng.standard_normal((3, 7, 8))  # (B, T, d_model)
+    cache = KVCache()
+    parts = [cached_self_attention(layer, x[:, :4], cache)] + [
+        cached_self_attention(layer, x[:, t : t + 1], cache) for t in range(4, 7)]
+    assert cache.keys.shape == (3, 2, 7, 4)  # (B, h, T, d_head)
+    np.testing.assert_allclose(np.concatenate(parts, axis=1), layer(x, mask=causal_mask(7))[0], rtol=1e-10, atol=1e-12)

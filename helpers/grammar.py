@@ -16,7 +16,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from helpers._validate import positive_int
+from helpers._validate import as_rng, positive_int
 
 PAD, MASK = "[PAD]", "[MASK]"
 VERB_OF = {"cat": "meows", "cats": "meow", "dog": "barks", "dogs": "bark",
@@ -47,7 +47,7 @@ def random_sentence(rng=None):
     Shapes: -> Sentence(words tuple of 3..17 str, subject int, verb int, attractors tuple of int).
     Taught in 08_training_a_tiny_transformer.
     """
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     n_before = rng.choice(MAX_PHRASES_BEFORE + 1, p=[0.3, 0.4, 0.3])  # phrases between subject and verb
     n_after = int(rng.random() < 0.4)
     nouns = rng.permutation(NOUNS)[: 1 + n_before + n_after]  # different words: subject first
@@ -115,7 +115,7 @@ def make_corpus(n_train, n_test, rng=None):
     Taught in 08_training_a_tiny_transformer.
     """
     n_train, n_test = positive_int(n_train, "n_train"), positive_int(n_test, "n_test")
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     train = [random_sentence(rng) for _ in range(n_train)]
     seen, test = {s.words for s in train}, []
     for _ in range(100 * n_test):

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers import grammar
-from helpers._validate import positive_int
+from helpers._validate import as_rng, positive_int
+from helpers.attention import softmax
 from helpers.positional import sinusoidal_positional_encoding
 from helpers.training import Adam, softmax_cross_entropy
 from helpers.transformer import (
@@ -67,16 +68,16 @@ def parameter_shapes(config):
 
 
 def init_params(config, rng=None):
-    """Random starting parameters: E ~ N(0, 1), matrices ~ N(0, 1/d_in), biases 0, LayerNorm gammas 1.
+    """Random starting parameters: E ~ N(0, 1/4), matrices ~ N(0, 1/d_in), biases 0, LayerNorm gammas 1.
 
     Shapes: as parameter_shapes(config).
     Taught in 08_training_a_tiny_transformer.
     """
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     params = {}
     for name, shape in parameter_shapes(config).items():
-        if name == "E":  # rows of length ~sqrt(d), like the position vectors' sqrt(d/2)
-            params[name] = rng.normal(0, 1, shape)
+        if name == "E":  # word vectors of length ~sqrt(d)/2, shorter than the position vectors' sqrt(d/2)
+            params[name] = rng.normal(0, 0.5, shape)
         elif name.endswith("gamma"):
             params[name] = np.ones(shape)
         elif len(shape) == 1:  # biases and betas
@@ -124,8 +125,8 @@ def forward(params, config, ids, lengths, masked):
     x = X[np.arange(B), masked]  # (B, T, d) -> (B, d): only the masked word is read out, so only it asks
     if config.attention:
         H = _norm(params, "ln_1", X, config)
-        dE, cache["weights"] = self_attention(params, H, lengths, config.n_heads, rows=masked)  # (B, 1, d)
-        x = x + dE[:, 0]  # the residual: E' = E + dE, (B, d)
+        delta_E, cache["weights"] = self_attention(params, H, lengths, config.n_heads, rows=masked)  # (B, 1, d)
+        x = x + delta_E[:, 0]  # the residual: E' = E + delta_E, (B, d)
     cache["x"] = x
     if config.feed_forward:
         u = _norm(params, "ln_2", x, config)
@@ -161,8 +162,8 @@ def backward(d_logits, params, config, cache):
         d_x = d_x + _norm_backward(d_u, params, "ln_2", cache["x"], config, grads)
     ids, lengths, X, masked = cache["ids"], cache["lengths"], cache["X"], cache["masked"]
     d_X = np.zeros_like(X)
-    d_X[np.arange(len(ids)), masked] = d_x  # (B, d) -> (B, T, d): x was the masked rows of X (+ dE)
-    if config.attention:  # x = X[masked] + dE(ln_1(X)): X gets d_x directly and through the attention
+    d_X[np.arange(len(ids)), masked] = d_x  # (B, d) -> (B, T, d): x was the masked rows of X (+ delta_E)
+    if config.attention:  # x = X[masked] + delta_E(ln_1(X)): X gets d_x directly and through the attention
         H = _norm(params, "ln_1", X, config)
         d_H, attention_grads = self_attention_backward(d_x[:, None], params, H, lengths, config.n_heads, rows=masked)
         grads.update(attention_grads)
@@ -192,7 +193,7 @@ def choose_masks(sentences, rng, verb_share=0.5):
     return np.where(rng.random(len(sentences)) < verb_share, verbs, anywhere)
 
 
-def train(params, config, sentences, *, steps=400, batch_size=64, lr=0.02, verb_share=0.5, rng=None,
+def train(params, config, sentences, *, steps=400, batch_size=64, lr=0.03, verb_share=0.5, rng=None,
           callback=None):
     """Adam (learning rate decaying linearly to 0) on batches of sentences with one word hidden in each.
 
@@ -200,7 +201,7 @@ def train(params, config, sentences, *, steps=400, batch_size=64, lr=0.02, verb_
     callback(step, loss) is called after every step (a progress bar, a live curve).
     Taught in 08_training_a_tiny_transformer.
     """
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     all_ids, all_lengths = grammar.encode(sentences)  # (N, T_max), (N,)
     optimiser, losses = Adam(params, lr=lr), []
     for step in range(positive_int(steps, "steps")):
@@ -241,3 +242,19 @@ def subject_share(weights, sentences):
     rows = np.arange(len(sentences))
     subjects = [s.subject for s in sentences]
     return weights[rows, :, subjects].mean(axis=0)  # (N, h) -> (h,)
+
+
+def predict(params, config, words, position):
+    """Hide the word at `position` and ask the model: its probability for every word, and each head's row.
+
+    Shapes: words T strings, position int -> probabilities (vocab,), weights (n_heads, T) or None.
+    Taught in 08_training_a_tiny_transformer.
+    """
+    ids, lengths = grammar.encode([words])  # (1, T), (1,)
+    if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < lengths[0]:
+        raise ValueError(f"position must be an int in [0, {lengths[0]}) for {len(words)} words, got {position!r}")
+    masked = np.array([position])
+    ids, _ = grammar.mask_positions(ids, masked)
+    logits, cache = forward(params, config, ids, lengths, masked)  # (1, vocab)
+    weights = cache["weights"][0, :, 0] if config.attention else None  # (h, 1, T) -> (h, T)
+    return softmax(logits[0]), weights

@@ -1,6 +1,6 @@
 """The parts of a one-block transformer, each with its backward pass written out by hand.
 
-embedding + positions -> multi-head self-attention with the residual E' = E + dE
+embedding + positions -> multi-head self-attention with the residual E' = E + delta_E
 -> [feed-forward] -> [LayerNorm] -> linear read-out. The whole model is in tiny_model.py.
 Taught in 08_training_a_tiny_transformer.
 """
@@ -142,12 +142,12 @@ def _queries_from(X, rows):
 
 
 def self_attention(params, X, lengths, n_heads, rows=None):
-    """Multi-head self-attention over each sentence's real words: the change dE the block proposes.
+    """Multi-head self-attention over each sentence's real words: the change delta_E the block proposes.
 
     Shapes: X (B, T, d_model), lengths int (B,), W_q, W_k, W_v, W_o (d_model, d_model),
             rows None (every word asks) or int (B,) (only that word of each sentence asks)
-            -> dE (B, T_q, d_model), weights (B, n_heads, T_q, T) with T_q = T or 1.
-    Math: head_i = softmax(Q_i K_i^T / sqrt(d_head)) V_i;  dE = [head_1 ... head_h] W_o.
+            -> delta_E (B, T_q, d_model), weights (B, n_heads, T_q, T) with T_q = T or 1.
+    Math: head_i = softmax(Q_i K_i^T / sqrt(d_head)) V_i;  delta_E = [head_1 ... head_h] W_o.
     Taught in 06_multi_head_attention (the heads) and 08_training_a_tiny_transformer (masks, rows).
     """
     X, lengths, rows = _check_attention_input(params, X, lengths, n_heads, rows)
@@ -158,10 +158,10 @@ def self_attention(params, X, lengths, n_heads, rows=None):
     return merge_heads(heads) @ params["W_o"], weights  # (B, T_q, d) @ (d, d) -> (B, T_q, d); (B, h, T_q, T)
 
 
-def self_attention_backward(d_dE, params, X, lengths, n_heads, rows=None):
-    """Gradients of self_attention's output dE w.r.t. X and W_q, W_k, W_v, W_o.
+def self_attention_backward(d_delta_E, params, X, lengths, n_heads, rows=None):
+    """Gradients of self_attention's output delta_E w.r.t. X and W_q, W_k, W_v, W_o.
 
-    Shapes: d_dE (B, T_q, d_model), X (B, T, d_model), lengths int (B,), rows as in self_attention
+    Shapes: d_delta_E (B, T_q, d_model), X (B, T, d_model), lengths int (B,), rows as in self_attention
             -> d_X (B, T, d_model), grads {W_q, W_k, W_v, W_o: (d_model, d_model)}.
     Math: back through W_o, merge_heads (whose backward is split_heads), attention_backward,
           split_heads (backward: merge_heads) and the three projections; X feeds all three.
@@ -174,7 +174,7 @@ def self_attention_backward(d_dE, params, X, lengths, n_heads, rows=None):
     V = split_heads(X @ params["W_v"], n_heads)  # (B, h, T, d_head)
     mask = _key_mask(lengths, X.shape[1])  # (B, 1, 1, T)
     heads, _ = scaled_dot_product_attention(Q, K, V, mask=mask)  # (B, h, T_q, d_head)
-    d_merged, d_W_o, _ = linear_backward(d_dE, merge_heads(heads), params["W_o"])  # (B, T_q, d)
+    d_merged, d_W_o, _ = linear_backward(d_delta_E, merge_heads(heads), params["W_o"])  # (B, T_q, d)
     dQ, dK, dV = attention_backward(split_heads(d_merged, n_heads), Q, K, V, mask=mask)
     grads = {"W_o": d_W_o}
     d_X_q, grads["W_q"], _ = linear_backward(merge_heads(dQ), X_q, params["W_q"])  # (B, T_q, d)

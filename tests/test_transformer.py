@@ -109,9 +109,8 @@ def test_the_whole_model_backward(variant):
 
 def test_self_attention_equals_multi_head_attention_with_a_padding_mask(batch):
     X, lengths, params = batch
-    mha = MultiHeadAttention(6, 2, bias=False)
-    mha.W_q, mha.W_k, mha.W_v, mha.W_o = (params[n] for n in ("W_q", "W_k", "W_v", "W_o"))
-    mask = (np.arange(5) < lengths[:, None])[:, None, None, :]  # (B, 1, 1, T): a head axis, every query
+    mha = MultiHeadAttention.from_weights(*(params[n] for n in ("W_q", "W_k", "W_v", "W_o")), n_heads=2)
+    mask = np.broadcast_to(np.arange(5) < lengths[:, None, None], (3, 5, 5))  # (B, T_q, T_k): per sentence
     expected, expected_weights = mha(X, mask=mask)
     dE, weights = tf.self_attention(params, X, lengths, 2)
     np.testing.assert_allclose(dE, expected, rtol=1e-12, atol=1e-12)

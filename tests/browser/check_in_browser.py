@@ -362,6 +362,13 @@ INSPECT_JS = """(path) => {
   return result;
 }"""
 
+# Training monitors (08): each progress bar's width, and the lines of each SVG curve drawn in a widget.
+LIVE_JS = """(path) => {
+  const node = window.__panel(path).content.node;
+  return {bars: [...node.querySelectorAll('.widget-hprogress .progress-bar')].map((bar) => bar.style.width),
+          curves: [...node.querySelectorAll('.widget-html svg')].map((svg) => svg.querySelectorAll('polyline').length)};
+}"""
+
 # The explorers on the page: a top-level widget view holding a control and an Output widget.
 EXPLORERS_JS = """(path) => {
   const panel = window.__panel(path);
@@ -537,6 +544,17 @@ def exercise_explorer(page, server, rel, index):
     return problems
 
 
+def live_training_problems(page, notebook, rel):
+    """A notebook that trains with a monitor: after Run All every bar is full and the curve has its lines."""
+    live = page.evaluate(LIVE_JS, rel)
+    problems = [f"a progress bar stopped at {width or '0%'} of its run" for width in live["bars"] if width != "100%"]
+    problems += ["a live curve (an SVG in a widget) has no line" for lines in live["curves"] if lines == 0]
+    if "training_monitor(" in notebook.read_text(encoding="utf-8") and not (live["bars"] and live["curves"]):
+        problems.append(f"the training monitor did not render: {len(live['bars'])} progress bars, "
+                        f"{len(live['curves'])} curves")
+    return problems
+
+
 def exercise_explorers(page, server, rel):
     """Every explorer in the notebook (a widget view with a control above an Output)."""
     explorers = page.evaluate(EXPLORERS_JS, rel)
@@ -594,6 +612,7 @@ def check_notebook(page, server, notebook, interface):
         except AssertionError:
             pass  # reported per image below
         problems += problems_on_page(page.evaluate(INSPECT_JS, rel))
+        problems += live_training_problems(page, notebook, rel)
         lap("checks")
         explorers, widget_problems = exercise_explorers(page, server, rel)
         problems += widget_problems

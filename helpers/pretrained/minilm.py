@@ -46,10 +46,9 @@ class MiniLM:
         def weight(name):
             return np.ascontiguousarray(get(name).T)
 
-        attention = MultiHeadAttention(self.d_model, self.n_heads)
-        for ours, theirs in (("q", "self.query"), ("k", "self.key"), ("v", "self.value"), ("o", "output.dense")):
-            setattr(attention, f"W_{ours}", weight(f"{prefix}attention.{theirs}.weight"))
-            setattr(attention, f"b_{ours}", get(f"{prefix}attention.{theirs}.bias"))
+        parts = [f"{prefix}attention.{name}" for name in ("self.query", "self.key", "self.value", "output.dense")]
+        attention = MultiHeadAttention.from_weights(*(weight(f"{part}.weight") for part in parts), self.n_heads,
+                                                    biases=[get(f"{part}.bias") for part in parts])
         return {
             "attention": attention,
             "attention_norm": (get(f"{prefix}attention.output.LayerNorm.weight"),

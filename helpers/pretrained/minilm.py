@@ -65,8 +65,11 @@ class MiniLM:
         """Wordpiece tokens with [CLS] ... [SEP]."""
         return self.tokenizer.encode(text).tokens
 
-    def _batch(self, texts):
-        """Token ids padded with 0 ([PAD]) to the longest text. Shapes: n texts -> ids (n, T), real (n, T)."""
+    def batch(self, texts):
+        """Wordpieces, and their ids padded with 0 ([PAD]) to the longest text.
+
+        Shapes: n texts (or one string) -> tokens (n lists), ids (n, T), real (n, T) bool (False at padding).
+        """
         if isinstance(texts, str):
             texts = [texts]
         if not texts or not all(isinstance(t, str) for t in texts):
@@ -102,13 +105,13 @@ class MiniLM:
     def layer(self, i, h, real, keep_heads=None):
         """Encoder layer i: attention, add and norm, feed-forward, add and norm.
 
-        keep_heads (12,) bool: a head switched off (False) may attend to nothing, so it adds nothing.
+        keep_heads (12,) or (n, 12) bool: a head switched off (False) may attend to nothing, so it adds nothing.
         Shapes: h (n, T, 384), real (n, T) bool -> h (n, T, 384) with zeros at padding, weights (n, 12, T, T).
         """
         layer = self.layers[i]
-        mask = real[:, None, :, None] & real[:, None, None, :]  # (n, 1, T, T): real queries see real keys
+        mask = real[:, :, None] & real[:, None, :]  # (n, T, T): real queries see real keys, in every head
         if keep_heads is not None:
-            mask = mask & keep_heads[None, :, None, None]  # (n, 12, T, T)
+            mask = mask[:, None] & np.asarray(keep_heads)[..., :, None, None]  # (n, 12, T, T): one per head
         attended, weights = layer["attention"](h, mask=mask)  # (n, T, 384), (n, 12, T, T)
         # from here on each token is on its own: compute only the real tokens, as rows
         rows = layer_norm((h + attended)[real], *layer["attention_norm"])  # (N, 384), N real tokens
@@ -127,7 +130,7 @@ class MiniLM:
         Taught in 09_attention_in_a_real_model.
         """
         head_mask = self._check_head_mask(head_mask)
-        tokens, ids, real = self._batch(texts)
+        tokens, ids, real = self.batch(texts)
         h = self.embed(ids, real)  # (n, T, 384)
         states, weights = [h], []
         for i in range(self.n_layers):
@@ -144,22 +147,31 @@ class MiniLM:
         """Every layer's and head's attention weights [layer, head, query, key]. Shapes: -> (6, 12, T, T)."""
         return self.run([text]).weights[0]
 
+    def pool(self, h, real):
+        """Sentence embeddings from the last layer: the mean over the real tokens, then unit length.
+
+        Shapes: h (n, T, 384), real (n, T) bool -> (n, 384).
+        """
+        counts = real.sum(axis=1, keepdims=True).astype(h.dtype)  # (n, 1) real tokens per sentence
+        pooled = (h * real[..., None]).sum(axis=1) / counts  # (n, T, 384) -> (n, 384)
+        return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+
     def encode(self, sentences, head_mask=None, batch_size=32):
         """Sentence embeddings: mean of the last layer over the real tokens, then unit length.
 
         Sentences of similar length are batched together, batch_size at a time.
         Shapes: a list of n strings (or one string) -> (n, 384).
+        Taught in 09_attention_in_a_real_model.
         """
         sentences = [sentences] if isinstance(sentences, str) else list(sentences)
         head_mask = self._check_head_mask(head_mask)
         order = np.argsort([len(s) for s in sentences], kind="stable")  # less padding per batch
-        pooled = np.empty((len(sentences), self.d_model), dtype=self.dtype)  # (n, 384)
+        embeddings = np.empty((len(sentences), self.d_model), dtype=self.dtype)  # (n, 384)
         for start in range(0, len(sentences), batch_size):
             chosen = order[start: start + batch_size]
-            _, ids, real = self._batch([sentences[i] for i in chosen])
+            _, ids, real = self.batch([sentences[i] for i in chosen])
             h = self.embed(ids, real)  # (b, T, 384)
             for i in range(self.n_layers):
                 h, _ = self.layer(i, h, real, head_mask[i])
-            counts = real.sum(axis=1, keepdims=True).astype(self.dtype)  # (b, 1) real tokens per sentence
-            pooled[chosen] = (h * real[..., None]).sum(axis=1) / counts  # (b, T, 384) -> (b, 384)
-        return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
+            embeddings[chosen] = self.pool(h, real)
+        return embeddings

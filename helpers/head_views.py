@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.collections import LineCollection
 from matplotlib.colors import ListedColormap, to_rgba
+from matplotlib.lines import Line2D
 
 from helpers._validate import as_float_array
 
@@ -49,7 +50,7 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
         segments = np.stack([np.stack([np.zeros(len(i)), y[i]], -1), np.stack([np.ones(len(j)), y[j]], -1)], 1)
         color = np.tile(HEAD_COLORS[h % len(HEAD_COLORS)], (len(i), 1))  # (n, 4)
         color[:, 3] = 0.1 + 0.8 * w[i, j]  # opacity follows the weight
-        ax.add_collection(LineCollection(segments, colors=color, linewidths=0.3 + 4 * w[i, j], label=f"head {h}"))
+        ax.add_collection(LineCollection(segments, colors=color, linewidths=0.3 + 4 * w[i, j]))
     for side, align in ((-0.04, "right"), (1.04, "left")):
         for label, height in zip(labels, y, strict=True):
             ax.text(side, height, label, ha=align, va="center", fontsize=9)
@@ -58,7 +59,9 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
     ax.axis("off")
     ax.set_title(title or "query → key, a colour per head", fontsize=10)
     if len(heads) > 1:
-        ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7, frameon=False, handlelength=1)
+        handles = [Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], linewidth=2) for h in heads]
+        ax.legend(handles, [f"head {h}" for h in heads], loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7,
+                  frameon=False, handlelength=1)
     return ax
 
 

@@ -195,3 +195,11 @@ def test_bad_texts_are_refused(model, texts):
 def test_a_text_longer_than_512_tokens_is_refused(model):
     with pytest.raises(ValueError, match="at most 512"):
         model.run(["word " * 600])
+
+
+def test_gelu_in_blocks_equals_gelu_of_each_piece(rng):
+    x = rng.normal(0, 3, size=(70, 1000)).astype(np.float32)  # 70,000 elements: three blocks of 32k
+    whole = gelu(x)
+    np.testing.assert_array_equal(whole, np.stack([gelu(row) for row in x]))
+    np.testing.assert_array_equal(gelu(x.T), whole.T)  # a non-contiguous input keeps its shape
+    np.testing.assert_array_equal(erf(x), np.stack([erf(row) for row in x]))

@@ -37,6 +37,27 @@ def rational_erf(x, p, q, clip):
     return np.clip(numerator, -1, 1, out=numerator)  # the fit may pass 1 by a float32 step near the clip
 
 
+def _blockwise(f, x, block=1 << 15):
+    """f on every element of x, one block of `block` elements at a time (x's shape kept).
+
+    An elementwise formula of 30 numpy operations makes 30 temporary arrays; in blocks of 32k
+    elements they stay in the CPU's cache and are reused, where arrays the size of the model's
+    (N, 1536) feed-forward layer are fresh memory every time (benchmarks/minilm_speed.py: the
+    whole model runs about 1.2x faster).
+    """
+    if x.size <= block:
+        return f(x)
+    flat = x.reshape(-1)  # (n,)
+    out = np.empty_like(flat)
+    for start in range(0, flat.size, block):
+        out[start:start + block] = f(flat[start:start + block])
+    return out.reshape(x.shape)
+
+
+def _erf32(x):
+    return rational_erf(x, ERF_P, ERF_Q, np.float32(ERF_CLIP))
+
+
 def erf(x):
     """The error function, erf(x) = 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt.
 
@@ -49,7 +70,15 @@ def erf(x):
     if x.dtype == np.float64:
         return _MATH_ERF(x).astype(np.float64)
     x32 = x.astype(np.float32, copy=False)  # float16 would lose the coefficients' digits
-    return rational_erf(x32, ERF_P, ERF_Q, np.float32(ERF_CLIP)).astype(x.dtype, copy=False)
+    return _blockwise(_erf32, x32).astype(x.dtype, copy=False)
+
+
+def _gelu(x):
+    phi = erf(x * x.dtype.type(1 / math.sqrt(2)))  # (...)
+    phi += 1
+    phi *= x
+    phi *= x.dtype.type(0.5)
+    return phi
 
 
 def gelu(x):
@@ -58,12 +87,7 @@ def gelu(x):
     Shapes: (...) -> (...), same dtype.
     Taught in 09_attention_in_a_real_model.
     """
-    x = as_float_array(x, "x")
-    phi = erf(x * x.dtype.type(1 / math.sqrt(2)))  # (...)
-    phi += 1
-    phi *= x
-    phi *= x.dtype.type(0.5)
-    return phi
+    return _blockwise(_gelu, as_float_array(x, "x"))
 
 
 def layer_norm(x, gamma, beta, eps=1e-12):

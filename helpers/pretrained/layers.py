@@ -1,6 +1,7 @@
 """The pieces of a BERT layer that are not attention: the error function, GELU, LayerNorm.
 
-Taught in 09_attention_in_a_real_model (08_training_a_tiny_transformer uses gelu and layer_norm).
+Taught in 09_attention_in_a_real_model.
+The tiny transformer of notebook 08 uses gelu and layer_norm too.
 """
 
 import math

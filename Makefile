@@ -30,7 +30,7 @@ help:
 	@echo "make class-test [LEARNERS=5] - a class of simulated learners on a real JupyterHub with nbgitpuller"
 	@echo "make class-size   - memory per learner and time to first output (benchmarks/class_size.py)"
 	@echo "make class-link HUB=https://hub.example.org - the nbgitpuller link for your hub"
-	@echo "make clean  - remove .venv"
+	@echo "make clean  - remove .venv and .class-test"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 10) else "Python >= 3.10 is needed, found " + sys.version.split()[0] + ": run make PYTHON=python3.12 (or another)")'
@@ -75,7 +75,7 @@ times: $(TEST_STAMP)
 	$(BIN)/python benchmarks/notebook_times.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(CLASS_DIR)
 
 # ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
 # make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in

@@ -98,3 +98,43 @@ def test_exercise_solutions_agree_with_the_helpers(emb):
     v = emb.vector("cat")
     top = solution("nearest_neighbours")(v, emb.table, 2)
     assert [emb.vocab[i] for i in top] == ["cat", "cats"]
+
+
+# --- the exercises' targeted messages ---------------------------------------------------------
+
+
+def test_row_softmax_check_names_the_common_mistakes():
+    def columns(S):
+        e = np.exp(S - S.max(axis=0, keepdims=True))
+        return e / e.sum(axis=0, keepdims=True)
+
+    def whole_matrix(S):
+        e = np.exp(S - S.max())
+        return e / e.sum()
+
+    def no_shift(S):
+        e = np.exp(S)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def no_division(S):
+        return np.exp(S - S.max(axis=-1, keepdims=True))
+
+    for answer, words in ((columns, "you normalised each column"), (whole_matrix, "the sum of the whole matrix"),
+                          (no_shift, "np.exp overflows to inf"), (no_division, "sums to")):
+        result = checks.row_softmax(answer)
+        assert result.status == checks.INCORRECT and words in result.message, (answer.__name__, result.message)
+
+
+def test_row_softmax_check_refuses_the_workshops_softmax():
+    import helpers as workshop
+
+    for answer in (lambda S: softmax(S), lambda S: workshop.softmax(S, axis=-1)):
+        result = checks.row_softmax(answer)
+        assert result.status == checks.INCORRECT and "`helpers.softmax`, which is the answer" in result.message
+
+
+def test_similarity_and_attention_checks_name_their_mistakes():
+    assert "X.T @ X compares the 7 dimensions" in checks.similarity_matrix(lambda X, cosine=False: X.T @ X).message
+    assert "gave the dot products" in checks.similarity_matrix(lambda X, cosine=False: X @ X.T).message
+    assert "without the softmax" in checks.attention_without_weights(lambda X: (X @ X.T) @ X).message
+    assert "return weights @ X" in checks.attention_without_weights(lambda X: softmax(X @ X.T)).message

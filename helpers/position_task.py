@@ -36,7 +36,8 @@ def symbol_vectors(n_symbols, d_model, rng=0):
     if n_symbols > d_model:
         raise ValueError(f"{n_symbols} orthogonal symbol vectors need d_model >= n_symbols, got d_model={d_model}")
     gaussian = np.random.default_rng(rng).normal(size=(d_model, n_symbols))  # (d_model, n_symbols)
-    basis, _ = np.linalg.qr(gaussian)  # (d_model, n_symbols): orthonormal columns
+    basis, R = np.linalg.qr(gaussian)  # (d_model, n_symbols): orthonormal columns
+    basis = basis * np.sign(np.diag(R))  # the one QR with R's diagonal > 0: the same on every LAPACK
     return basis.T  # (n_symbols, d_model)
 
 

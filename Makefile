@@ -22,7 +22,7 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 help:
 	@echo "make lab    - set up .venv and start JupyterLab (extra options: ARGS=\"--no-browser --port=8888\")"
 	@echo "make test   - set up, then ruff, unit/property tests and nbval over every notebook"
-	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel and save outputs"
+	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel, save outputs, tidy"
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
 	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
@@ -51,7 +51,7 @@ lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(ARGS)
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check helpers tests benchmarks docs notebooks
+	$(BIN)/ruff check helpers tests benchmarks docs tools notebooks
 
 unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests
@@ -64,6 +64,7 @@ test: lint unit nbval
 
 execute: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 $(NB)
+	$(BIN)/python tools/tidy_notebooks.py $(NB)
 
 clear-outputs: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --clear-output --inplace $(NB)

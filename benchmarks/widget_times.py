@@ -5,7 +5,8 @@
 A learner drags a slider and expects the picture to follow: the workshop's budget is
 100 ms per update. The script starts a fresh kernel (so each redraw goes through the
 kernel's display machinery, as in a notebook), builds each explorer on inputs like its
-notebook's, moves each control several times and prints the median and slowest update,
+notebook's (each notebook's module of helpers.widgets has a `demos()` listing its explorers
+and the moves to try), moves each control several times and prints the median and slowest update,
 and the median as a share of the budget.
 """
 
@@ -20,33 +21,10 @@ BUDGET_SECONDS = 0.1
 
 
 def explorers():
-    """(name, widget, [(control, value), ...]) for every explorer."""
-    from helpers import causal_mask, widgets
-    from helpers.embeddings import load_token_embeddings
+    """(name, widget, [(control, value), ...]) for every explorer: each notebook's module lists its own."""
+    from helpers import widgets
 
-    rng = np.random.default_rng(0)
-    emb = load_token_embeddings()
-    tokens = ["The", "cat", "sat", "on", "the", "mat"]
-    steps = list(range(0, 201, 10))
-    snapshots = rng.dirichlet(np.ones(6), size=(len(steps), 6))  # (21, 6, 6), rows summing to 1
-    padded = [tokens, ["a", "good", "novel", "[PAD]", "[PAD]", "[PAD]"]]
-    heads = rng.dirichlet(np.ones(6), size=(4, 6)) * causal_mask(6)  # (4, 6, 6)
-    new_words = ["paris", "river", "money", "horse", "queen", "apple", "music", "green", "table", "house",
-                 "water", "night"]  # each searched once: no cached neighbours
-    yield ("softmax_explorer (00)", widgets.softmax_explorer([2.0, 1.0, 0.5, -1.0], tokens[:4]),
-           [("temperature", t) for t in (0.1, 0.5, 2.0, 10.0)])
-    yield ("word_explorer (01)", widgets.word_explorer(emb, ["cat", "dog", "king"]),
-           [("word_b", w) for w in new_words])
-    yield ("sentence_explorer (02)", widgets.sentence_explorer(emb),
-           [("temperature", 0.2), ("temperature", 5.0), ("cosine", True), ("sentence", "The bat flew out")])
-    yield ("attention_steps_explorer (03)", widgets.attention_steps_explorer(snapshots, steps, tokens),
-           [("step", s) for s in (50, 100, 150, 200)])
-    yield ("scaling_explorer (04)", widgets.scaling_explorer(),
-           [("d_k", 1), ("d_k", 1024), ("scaled", True), ("temperature", 10.0)])
-    yield ("mask_explorer (05)", widgets.mask_explorer(rng.normal(size=(2, 6, 6)), padded, [6, 3]),
-           [("causal", False), ("padding", False), ("query", 5), ("sentence", 1)])
-    yield ("head_explorer (06)", widgets.head_explorer(heads, tokens),
-           [("head", 1), ("query", 2), ("head", 3), ("query", 5)])
+    yield from widgets.demos()
 
 
 def time_updates(box, moves):

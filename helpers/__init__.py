@@ -3,6 +3,7 @@
 The attention API (a contract: notebooks, tests and outside checks call these names):
 softmax, scaled_dot_product_attention, softmax_backward, attention_backward,
 causal_mask, padding_mask, MultiHeadAttention, sinusoidal_positional_encoding.
+Also entropy (beside softmax), split_heads and merge_heads.
 Plotting, widgets and exercise checks: `from helpers import plotting, widgets, checks`.
 """
 
@@ -21,6 +22,7 @@ if _version_tuple(_np.__version__) < _version_tuple(MIN_NUMPY):
 
 from helpers.attention import (  # noqa: E402
     attention_backward,
+    entropy,
     scaled_dot_product_attention,
     softmax,
     softmax_backward,
@@ -36,6 +38,7 @@ __all__ = [
     "scaled_dot_product_attention",
     "softmax_backward",
     "attention_backward",
+    "entropy",
     "causal_mask",
     "padding_mask",
     "MultiHeadAttention",

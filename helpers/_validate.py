@@ -22,19 +22,23 @@ def as_float_array(x, name, min_ndim=1):
     return arr
 
 
-def as_bool_mask(mask, name, target_shape):
-    """Return `mask` as a boolean array that broadcasts to `target_shape`, or raise."""
-    if mask is None:
-        return None
+def bool_array(mask, name):
+    """Return `mask` as a boolean ndarray (True = may attend), or raise naming `name`."""
     try:
         arr = np.asarray(mask)
     except ValueError:  # a ragged list of lists
         raise ValueError(f"{name} must be a rectangular boolean array, got a ragged {type(mask).__name__}") from None
     if arr.dtype != bool:
-        raise TypeError(
-            f"{name} must be a boolean array (True = may attend), got dtype {arr.dtype} "
-            f"with shape {arr.shape}"
-        )
+        raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {arr.dtype} "
+                        f"with shape {arr.shape}")
+    return arr
+
+
+def as_bool_mask(mask, name, target_shape):
+    """Return `mask` as a boolean array that broadcasts to `target_shape`, or raise."""
+    if mask is None:
+        return None
+    arr = bool_array(mask, name)
     target_shape = tuple(target_shape)
     if arr.ndim > len(target_shape):
         raise ValueError(
@@ -70,3 +74,18 @@ def check_axis(axis, arr, name):
     if not -arr.ndim <= axis < arr.ndim:
         raise ValueError(f"axis={axis} is out of range for {name} with shape {arr.shape}")
     return int(axis)
+
+
+def as_rng(rng):
+    """A numpy Generator from `rng`: None -> the fixed default seed 0, an int -> that seed, a Generator -> itself.
+
+    One rule for every helper that draws random numbers: without an rng, the result is the
+    same on every run (a notebook's outputs must not change); pass a seed or a Generator for others.
+    """
+    if rng is None:
+        return np.random.default_rng(0)
+    if isinstance(rng, np.random.Generator):
+        return rng
+    if isinstance(rng, (int, np.integer)) and not isinstance(rng, bool):
+        return np.random.default_rng(int(rng))
+    raise TypeError(f"rng must be None, an int seed or a numpy Generator, got {type(rng).__name__} {rng!r}")

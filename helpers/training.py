@@ -7,7 +7,7 @@ used again in 04_scaling (training with and without 1/sqrt(d_k)) and 08 (losses,
 
 import numpy as np
 
-from helpers._validate import as_float_array, positive_int
+from helpers._validate import as_float_array, as_rng, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention, softmax
 
 # ---------------------------------------------------------------------------------------
@@ -161,7 +161,7 @@ class Adam:
     Shapes: params, grads dicts name -> arrays of matching shapes.
     Math: m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  W <- W - lr m_hat / (sqrt(v_hat) + eps)
           with m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t). step() updates `params` in place.
-    Taught in 08_training_a_tiny_transformer (03 and 04 use plain gradient descent).
+    Written ahead of its notebook: to be taught in 08_training_a_tiny_transformer (03, 04 use plain descent).
     """
 
     def __init__(self, params, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):
@@ -198,7 +198,7 @@ def previous_token_task(n_sequences, T=6, n_symbols=8, rng=None):
                                  ((n_sequences, "n_sequences"), (T, "T"), (n_symbols, "n_symbols")))
     if T > n_symbols:
         raise ValueError(f"T={T} tokens cannot all be distinct with only n_symbols={n_symbols}")
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     symbols = rng.random((n_sequences, n_symbols)).argsort(axis=1)[:, :T]  # (B, T), distinct per row
     targets = np.roll(symbols, 1, axis=1)  # targets[:, t] = symbols[:, t - 1]
     X = np.zeros((n_sequences, T, n_symbols + T))  # (B, T, d_model)
@@ -214,7 +214,7 @@ def init_attention_params(d_model, d_k, d_v, rng=None, std=1.0):
     Taught in 04_scaling.
     """
     d_model, d_k, d_v = (positive_int(n, name) for n, name in ((d_model, "d_model"), (d_k, "d_k"), (d_v, "d_v")))
-    rng = np.random.default_rng(rng)
+    rng = as_rng(rng)
     return {"W_q": rng.normal(0, std, (d_model, d_k)), "W_k": rng.normal(0, std, (d_model, d_k)),
             "W_v": rng.normal(0, std, (d_model, d_v))}
 

@@ -116,8 +116,20 @@ CASES = [
     ("context with wrong d_model", lambda: mha(x8, context=np.ones((4, 6))), ValueError,
      r"context must have shape \(\.\.\., T, d_model=8\), got \(4, 6\)"),
     ("x rank 1", lambda: mha(np.ones(8)), ValueError, r"x must have at least 2 dimension.*shape \(8,\)"),
-    ("per-item mask without a head axis", lambda: mha(np.ones((3, 4, 8)), mask=np.ones((3, 4, 4), bool)),
-     ValueError, r"mask with shape \(3, 4, 4\) does not broadcast to the scores' shape \(3, 2, 4, 4\)"),
+    ("per-head mask with the wrong number of heads", lambda: mha(np.ones((3, 4, 8)), mask=np.ones((3, 3, 4, 4), bool)),
+     ValueError, r"mask with shape \(3, 3, 4, 4\) does not broadcast to the scores' shape \(3, 2, 4, 4\)"),
+    ("mask with more axes than a per-head mask", lambda: mha(np.ones((4, 8)), mask=np.ones((1, 2, 4, 4), bool)),
+     ValueError, r"mask has shape \(1, 2, 4, 4\).*per-head mask \(\.\.\., n_heads=2, T_q, T_k\) \(3 axes\)"),
+    ("from_weights with a wrong W_k", lambda: MultiHeadAttention.from_weights(
+        np.ones((8, 8)), np.ones((8, 6)), np.ones((8, 8)), np.ones((8, 8)), 2), ValueError,
+     r"W_k has shape \(8, 6\), expected \(d_model, d_model\) = \(8, 8\)"),
+    ("from_weights with a wrong bias", lambda: MultiHeadAttention.from_weights(
+        *[np.ones((8, 8))] * 4, 2, biases=[np.zeros(8)] * 3 + [np.zeros(6)]), ValueError,
+     r"b_o has shape \(6,\), expected \(d_model,\) = \(8,\)"),
+    ("from_weights with three biases", lambda: MultiHeadAttention.from_weights(
+        *[np.ones((8, 8))] * 4, 2, biases=[np.zeros(8)] * 3), ValueError, r"biases must be \(b_q, b_k, b_v, b_o\)"),
+    ("rng that is not a seed or a Generator", lambda: MultiHeadAttention(8, 2, rng="seed"), TypeError,
+     r"rng must be None, an int seed or a numpy Generator, got str"),
     ("non-boolean mask to MultiHeadAttention", lambda: mha(x8, mask=np.tril(np.ones((3, 3)))), TypeError,
      r"mask must be a boolean array.*float64.*shape \(3, 3\)"),
     ("split_heads not divisible", lambda: split_heads(np.ones((2, 6)), 4), ValueError,

@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from helpers import pretrained
-from helpers.embeddings import cosine_similarity, load_token_embeddings, similarity_matrix, unit_rows
+from helpers.embeddings import cosine_similarity, pca_2d, similarity_matrix, unit_rows
 
 FAST = settings(max_examples=40, deadline=None)
 vectors = hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-100, 100))
@@ -88,11 +88,6 @@ def test_similarity_matrix_equals_double_loop(T, d, seed):
 
 
 # --- the real token-embedding table ---------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def emb():
-    return load_token_embeddings()
 
 
 def test_table_shape_dtype_and_checksum(emb):
@@ -189,3 +184,50 @@ def test_damaged_file_fails_the_checksum(monkeypatch, tmp_path):
     monkeypatch.setattr(pretrained, "model_dir", lambda: tmp_path)
     with pytest.raises(ValueError, match=r"(?s)Checksum mismatch.*--force-reinstall"):
         pretrained.verify_weights.__wrapped__()
+
+
+def test_pca_2d_matches_the_covariance_eigenvectors():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 6)) @ np.diag([5.0, 3.0, 1.0, 0.5, 0.2, 0.1]) + 7.0  # clear main axes, off-centre
+    P = pca_2d(X)
+    Xc = X - X.mean(axis=0)
+    eigenvalues, eigenvectors = np.linalg.eigh(Xc.T @ Xc)  # ascending
+    expected = Xc @ eigenvectors[:, [-1, -2]]  # (30, 6) @ (6, 2) -> (30, 2)
+    assert P.shape == (30, 2)
+    for axis in range(2):
+        assert np.allclose(P[:, axis], expected[:, axis]) or np.allclose(P[:, axis], -expected[:, axis])
+    # the variance along each axis is the matching eigenvalue, widest first
+    assert np.allclose((P**2).sum(axis=0), eigenvalues[[-1, -2]])
+    assert np.isclose(P[:, 0] @ P[:, 1], 0, atol=1e-8)
+
+
+def test_pca_2d_sign_is_fixed_and_dtype_kept():
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(12, 5)).astype(np.float32)
+    P = pca_2d(X)
+    assert P.dtype == np.float32
+    for axis in range(2):
+        assert P[np.argmax(np.abs(P[:, axis])), axis] > 0
+    # flipping the data's sign gives the same picture: the sign rule removes SVD's arbitrary choice
+    assert np.allclose(pca_2d(-X), P, atol=1e-5)
+
+
+@pytest.mark.parametrize("bad", [np.ones(5), np.ones((1, 5)), np.ones((5, 1)), np.ones((2, 3, 4))])
+def test_pca_2d_rejects_bad_shapes(bad):
+    with pytest.raises(ValueError, match=r"X must (be 2-D|have at least 2)"):
+        pca_2d(bad)
+
+
+def test_the_table_comes_in_the_dtype_asked_for(emb):
+    from helpers.embeddings import load_token_embeddings
+
+    wide = load_token_embeddings(np.float64)
+    assert wide.table.dtype == np.float64 and wide.vectors("the cat").dtype == np.float64
+    assert wide.vector("embeddings").dtype == np.float64
+    np.testing.assert_array_equal(wide.table, emb.table.astype(np.float64))  # the same numbers, widened
+    assert load_token_embeddings("float64") is wide  # loaded once per dtype
+    assert load_token_embeddings().table.dtype == np.float32  # the model's own dtype by default
+    with pytest.raises(ValueError, match="read-only"):
+        wide.table[0, 0] = 1.0  # shared by every caller: it must not be edited in place
+    with pytest.raises(TypeError, match="dtype must be a float type"):
+        load_token_embeddings(np.int32)

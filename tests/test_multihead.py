@@ -170,3 +170,62 @@ def test_dtype_in_equals_dtype_out(dtype, rng):
     assert out.dtype == dtype and weights.dtype == dtype
     expected, _ = mha(x.astype(np.float64), mask=causal_mask(3))
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-5)
+
+
+# --- the mask rule: a per-sentence mask applies to every head, a per-head mask has one more axis ---
+
+
+def test_per_sentence_padding_mask_when_the_batch_size_equals_the_number_of_heads(rng):
+    B = h = 2  # the case a shape-based guess gets wrong: (B, T, T) looks like (h, T, T)
+    T, d_model = 4, 8
+    mha = with_random_biases(MultiHeadAttention(d_model, h, rng=rng), rng)
+    x = rng.normal(size=(B, T, d_model))
+    keys = np.arange(T)[None, :] < np.array([4, 2])[:, None]  # (B, T): sentence 1 has two padding tokens
+    mask = np.broadcast_to(keys[:, None, :], (B, T, T))  # (B, T_q, T_k), the shape 05 teaches
+    out, weights = mha(x, mask=mask)
+    assert np.all(weights[1, :, :, 2:] == 0)  # every head of sentence 1 gives its padding keys zero weight
+    for b in range(B):
+        alone, alone_weights = mha(x[b], mask=mask[b])  # (T, T) for one sentence: the same for every head
+        np.testing.assert_allclose(weights[b], alone_weights, rtol=1e-12, atol=1e-14)
+        np.testing.assert_allclose(out[b], alone, rtol=1e-12, atol=1e-14)
+
+
+def test_per_head_mask_has_one_more_axis(rng):
+    B = h = 2
+    T, d_model = 4, 8
+    mha = MultiHeadAttention(d_model, h, rng=rng)
+    x = rng.normal(size=(B, T, d_model))
+    per_head = np.stack([causal_mask(T), np.ones((T, T), bool)])  # (h, T, T): head 0 causal, head 1 sees all
+    _, weights = mha(x, mask=np.broadcast_to(per_head, (B, h, T, T)))  # (B, h, T_q, T_k)
+    assert np.all(weights[:, 0][:, ~causal_mask(T)] == 0)  # head 0 of every sentence is causal
+    assert np.all(weights[:, 1] > 0)  # head 1 sees every key
+    _, unbatched = mha(x[0], mask=per_head)  # x (T, d_model): a 3-axis mask is per head
+    np.testing.assert_allclose(unbatched, weights[0], rtol=1e-12, atol=1e-14)
+
+
+# --- from_weights and the rng rule ---------------------------------------------------------------
+
+
+def test_from_weights_keeps_the_given_weights_and_biases(rng):
+    d_model, h = 6, 3
+    Ws = [rng.normal(size=(d_model, d_model)) for _ in range(4)]
+    bs = [rng.normal(size=d_model) for _ in range(4)]
+    layer = MultiHeadAttention.from_weights(*Ws, h, biases=bs)
+    for W, got in zip(Ws, (layer.W_q, layer.W_k, layer.W_v, layer.W_o), strict=True):
+        assert got is W
+    assert layer.b_o is bs[3] and (layer.d_model, layer.n_heads, layer.d_head) == (6, 3, 2)
+    x = rng.normal(size=(5, d_model))
+    expected = heads_loop(layer, x)[2]
+    np.testing.assert_allclose(layer(x)[0], expected, rtol=1e-12, atol=1e-12)
+    assert MultiHeadAttention.from_weights(*Ws, h).b_q is None  # no biases given: no bias
+
+
+def test_rng_none_is_the_fixed_default_seed_everywhere():
+    from helpers import training
+
+    assert np.array_equal(MultiHeadAttention(8, 2).W_q, MultiHeadAttention(8, 2, rng=0).W_q)
+    assert np.array_equal(MultiHeadAttention(8, 2).W_q, MultiHeadAttention(8, 2, rng=np.random.default_rng(0)).W_q)
+    assert not np.array_equal(MultiHeadAttention(8, 2).W_q, MultiHeadAttention(8, 2, rng=1).W_q)
+    params = training.init_attention_params(4, 3, 2)
+    assert np.array_equal(params["W_q"], training.init_attention_params(4, 3, 2, rng=0)["W_q"])
+    assert np.array_equal(training.previous_token_task(5)[1], training.previous_token_task(5, rng=0)[1])

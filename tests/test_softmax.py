@@ -147,3 +147,15 @@ def test_order_is_preserved(rng):
     x = rng.normal(size=(4, 7))
     p = softmax(x)
     assert np.array_equal(np.argsort(p, axis=-1), np.argsort(x, axis=-1))
+
+
+def test_entropy_of_one_hot_uniform_and_a_batch():
+    from helpers import entropy
+
+    assert entropy([0.0, 1.0, 0.0]) == 0.0  # 0 log 0 counts as 0: no NaN
+    assert np.isclose(entropy(np.full(4, 0.25)), np.log(4))
+    batch = softmax(np.random.default_rng(0).normal(size=(3, 5)).astype(np.float32))
+    h = entropy(batch)
+    assert h.shape == (3,) and h.dtype == np.float32
+    np.testing.assert_allclose(h, [-sum(p * math.log(p) for p in row) for row in batch.astype(float)], rtol=1e-5)
+    np.testing.assert_allclose(entropy(batch.T, axis=0), h)

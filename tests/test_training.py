@@ -8,7 +8,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import training as tr
-from helpers.attention import softmax
 
 
 def _central_difference(f, x, eps=1e-6):
@@ -299,40 +298,3 @@ def test_train_prints_progress_at_fixed_steps(capsys):
     tr.train(params, X, targets, steps=7, lr=0.1, log_every=3)
     lines = capsys.readouterr().out.splitlines()
     assert [line.split()[1] for line in lines] == ["0", "3", "6"]
-
-
-# --- the 03 and 04 widgets' compute functions ----------------------------------------------
-
-
-def test_scaling_weights_is_softmax_of_the_scaled_scores():
-    widgets = pytest.importorskip("helpers.widgets")
-    rng = np.random.default_rng(0)
-    q, K = rng.standard_normal(1024), rng.standard_normal((8, 1024))
-    for d_k in (1, 64, 1024):
-        raw = K[:, :d_k] @ q[:d_k]
-        weights, h = widgets.scaling_weights(d_k, temperature=2.0, scaled=False)
-        np.testing.assert_allclose(weights, softmax(raw / 2.0))
-        weights, h = widgets.scaling_weights(d_k, temperature=2.0, scaled=True)
-        np.testing.assert_allclose(weights, softmax(raw / np.sqrt(d_k) / 2.0))
-        assert h == pytest.approx(-np.sum(weights * np.log(weights)))
-    # dividing by sqrt(d_k) is the same as a temperature of sqrt(d_k)
-    np.testing.assert_allclose(widgets.scaling_weights(256, 16.0)[0], widgets.scaling_weights(256, 1.0, True)[0])
-    with pytest.raises(ValueError, match="d_k"):
-        widgets.scaling_weights(2048)
-
-
-def test_explorers_follow_their_controls():
-    widgets = pytest.importorskip("helpers.widgets")
-    box = widgets.scaling_explorer()
-    snapshots = softmax(np.random.default_rng(0).normal(size=(3, 6, 6)))
-    steps_box = widgets.attention_steps_explorer(snapshots, [0, 10, 20], list("ABCDEF"), losses=[2.0, 1.0, 0.5])
-    for control, values in ((box.controls["d_k"], [1, 1024, 64]), (box.controls["temperature"], [0.1, 10.0]),
-                            (box.controls["scaled"], [True, False]), (steps_box.controls["step"], [20, 0, 10])):
-        for value in values:
-            control.value = value  # each change redraws through the explorer's observer
-            assert control.value == value  # (how fast: benchmarks/widget_times.py)
-    weights, loss = widgets.snapshot_at(snapshots, [0, 10, 20], 10, [2.0, 1.0, 0.5])
-    np.testing.assert_array_equal(weights, snapshots[1])
-    assert loss == 1.0
-    with pytest.raises(ValueError, match="recorded"):
-        widgets.snapshot_at(snapshots, [0, 10, 20], 5)

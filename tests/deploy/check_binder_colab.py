@@ -275,6 +275,19 @@ def test_colab_bootstrap_installed_the_helpers_from_the_repository_url(colab):
     assert direct_url["url"] == bootstrap_repo_url() and "vcs_info" in direct_url, direct_url
 
 
+def test_colab_install_holds_every_helpers_module(colab):
+    """The install is not editable: every module of helpers/ must have been copied into site-packages."""
+    expected = sorted(f"helpers.{'.'.join(p.relative_to(ROOT / 'helpers').with_suffix('').parts)}"
+                      .removesuffix(".__init__") for p in (ROOT / "helpers").rglob("*.py"))
+    script = ("import importlib, json, pkgutil, helpers\n"
+              "names = ['helpers'] + [m.name for m in pkgutil.walk_packages(helpers.__path__, 'helpers.')]\n"
+              "for name in names:\n    importlib.import_module(name)\n"
+              "print(json.dumps({'names': sorted(names), 'file': helpers.__file__}))")
+    found = json.loads(run([colab["python"], "-c", script], cwd=colab["content"], env=colab["env"]).stdout)
+    assert "site-packages" in found["file"], found["file"]
+    assert found["names"] == expected
+
+
 def test_colab_keeps_its_own_numpy_matplotlib_ipywidgets(colab):
     assert colab["after"] == colab["before"], {k: (colab["before"][k], colab["after"][k]) for k in COLAB_UNTOUCHED
                                                if colab["before"][k] != colab["after"][k]}

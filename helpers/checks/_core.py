@@ -1,0 +1,202 @@
+"""The checks' engine: verdicts, the registry, `call`, `expect_*`, hint and solution.
+
+A check never raises: ✓ correct / ✗ what differs + a hint / · not attempted.
+Adding an exercise: in the notebook's module (helpers/checks/nbNN_name.py) write a function
+that takes the learner's answer and raises `Mismatch` (through `expect_close` / `expect_equal`
+/ `call`) when it is wrong, and decorate it with `@exercise(notebook=..., hint=..., solution=...,
+wrong=...)`. `solution` and `wrong` are source code defining the learner's function; the
+tests run every exercise's check on both, on an untouched stub and on crashing answers.
+"""
+
+import functools
+import sys
+import textwrap
+import traceback
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
+_CHECKS_DIR = str(Path(__file__).parent)  # frames from here are the checks' own, not the learner's
+
+
+class Mismatch(Exception):
+    """The answer is wrong; the message says what differs."""
+
+
+class NotAttempted(Exception):
+    """The answer is still the untouched stub."""
+
+
+@dataclass
+class Exercise:
+    name: str  # the check's name, also the name of the function the learner writes
+    notebook: str
+    check: object  # callable(answer) -> None, raises Mismatch when wrong
+    hint: str
+    solution: str  # source code defining `name`
+    wrong: str  # source code defining a plausible wrong `name` (for the tests)
+
+    def run(self, answer):
+        """Check `answer`, print one verdict line and return the Result."""
+        return _run(self, answer)
+
+
+@dataclass
+class Result:
+    """What a check found; the check has already printed `message`."""
+
+    exercise: str
+    status: str
+    message: str
+
+    def __bool__(self):
+        return self.status == CORRECT
+
+    def _ipython_display_(self):
+        # printed when the check ran; showing it again as Out[] would double it
+        pass
+
+
+EXERCISES = {}
+# names the checks package already uses: an exercise may not take them
+RESERVED = {"hint", "solution", "progress", "call", "exercise", "expect_close", "expect_equal", "as_array"}
+
+
+def exercise(*, notebook, hint, solution, wrong):
+    """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`."""
+
+    def register(check_fn):
+        name = check_fn.__name__
+        if name in RESERVED:
+            raise ValueError(f"exercise {name!r} would hide checks.{name}: rename it")
+        if name in EXERCISES:  # a second one would silently replace the first
+            raise ValueError(f"exercise {name!r} is registered twice (notebooks "
+                             f"{EXERCISES[name].notebook} and {notebook}): rename one")
+        EXERCISES[name] = Exercise(name, notebook, check_fn, textwrap.dedent(hint).strip(),
+                                   textwrap.dedent(solution).strip(), textwrap.dedent(wrong).strip())
+
+        @functools.wraps(check_fn)
+        def run(answer):
+            return EXERCISES[name].run(answer)
+
+        return run
+
+    return register
+
+
+def _is_untouched(value):
+    return value is None or value is Ellipsis
+
+
+def call(fn, *args, **kwargs):
+    """Call the learner's function on copies of the arguments; an untouched stub -> NotAttempted."""
+    if not callable(fn):
+        raise Mismatch(f"expected a function, got {type(fn).__name__}")
+    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        result = fn(*copies, **kwargs)
+    if _is_untouched(result):
+        raise NotAttempted("Your function returned None: did you forget `return`?")
+    return result
+
+
+def as_array(got, what):
+    """`got` as a numeric ndarray, or Mismatch naming `what`."""
+    try:
+        arr = np.asarray(got)
+    except Exception:  # a ragged list, an object numpy cannot read
+        raise Mismatch(f"{what} should be an array, got {type(got).__name__}") from None
+    if arr.dtype == object:
+        raise Mismatch(f"{what} should be an array of numbers, got {type(got).__name__}")
+    return arr
+
+
+def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
+    """Raise Mismatch unless `got` has `expected`'s shape and values (to rtol/atol)."""
+    expected = np.asarray(expected)
+    arr = as_array(got, what)
+    if arr.shape != expected.shape:
+        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}")
+    if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
+        raise Mismatch(f"{what} should hold numbers, got dtype {arr.dtype}")
+    if np.any(np.isnan(arr.astype(float))) and not np.any(np.isnan(expected.astype(float))):
+        raise Mismatch(f"{what} contains NaN")
+    if not np.allclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True):
+        diff = np.abs(arr.astype(float) - expected.astype(float))
+        where = np.unravel_index(np.nanargmax(diff), diff.shape) if diff.ndim else ()
+        at = f" at index {tuple(int(i) for i in where)}" if where else ""
+        raise Mismatch(f"{what} differs from the expected values{at}: "
+                       f"got {float(arr[where]):.4g}, expected {float(expected[where]):.4g}")
+
+
+def expect_equal(got, expected, what):
+    """Raise Mismatch unless `got` equals `expected` exactly (shape, dtype kind and values)."""
+    expected = np.asarray(expected)
+    arr = as_array(got, what)
+    if arr.shape != expected.shape:
+        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}")
+    if expected.dtype == bool and arr.dtype != bool:
+        raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}")
+    if not np.array_equal(arr, expected):
+        where = tuple(int(i) for i in np.argwhere(arr != expected)[0])
+        raise Mismatch(f"{what} differs at index {where}: got {arr[where]}, expected {expected[where]}")
+
+
+def _crash_summary(exc):
+    """One line naming the exception and the line of the learner's code that raised it."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    mine = [f for f in frames if not f.filename.startswith(_CHECKS_DIR)]
+    where = f" (line: {mine[-1].line})" if mine and mine[-1].line else ""
+    return f"your code raised {type(exc).__name__}: {exc}{where}"
+
+
+def _run(ex, answer):
+    """Run one check and print one verdict; never raises (except KeyboardInterrupt)."""
+    try:
+        if _is_untouched(answer):
+            raise NotAttempted("")
+        ex.check(answer)
+        status, message = CORRECT, f"✓ {ex.name}: correct!"
+    except (NotAttempted, NotImplementedError) as exc:
+        status = NOT_ATTEMPTED
+        todo = (str(exc) if isinstance(exc, NotAttempted) and str(exc)
+                else "Write your code in place of `raise NotImplementedError` and run the cell again.")
+        message = f"· {ex.name}: not attempted yet. {todo}\n  checks.hint({ex.name!r}) gives a hint."
+    except Mismatch as exc:
+        status, message = INCORRECT, f"✗ {ex.name}: {exc}\n  Hint: {ex.hint}"
+    except Exception as exc:  # a crash inside the learner's code is shown, never raised
+        status, message = INCORRECT, f"✗ {ex.name}: {_crash_summary(exc)}\n  Hint: {ex.hint}"
+    print(message)
+    sys.stdout.flush()
+    return Result(ex.name, status, message)
+
+
+def _lookup(name):
+    if name not in EXERCISES:
+        known = ", ".join(sorted(EXERCISES))
+        print(f"No exercise called {name!r}. The exercises are: {known}")
+        return None
+    return EXERCISES[name]
+
+
+def hint(name):
+    """Print the hint for exercise `name`."""
+    ex = _lookup(name)
+    if ex:
+        print(f"Hint for {name}: {ex.hint}")
+
+
+def solution(name):
+    """Print a solution for exercise `name`."""
+    ex = _lookup(name)
+    if ex:
+        print(ex.solution)
+
+
+def check_rng():
+    """Each check draws its test inputs from the same seed, so its messages are repeatable."""
+    return np.random.default_rng(1234)

@@ -1,0 +1,53 @@
+"""The reference answers the checks compare against, written once, as plainly as possible.
+
+Where the helpers already hold the answer (helpers.softmax, helpers.causal_mask, ...), the
+checks use the helper; what is here is written as loops, independent of the helpers, for the
+exercises that teach those helpers (a check must not compare a helper with itself).
+"""
+
+import numpy as np
+
+
+def causal_mask_loop(T_q, T_k):
+    """Brute force: query i sits at absolute position i + (T_k - T_q) and sees keys up to it.
+
+    Shapes: -> (T_q, T_k) bool.
+    """
+    mask = np.zeros((T_q, T_k), dtype=bool)
+    for i in range(T_q):
+        for j in range(T_k):
+            mask[i, j] = j <= i + (T_k - T_q)
+    return mask
+
+
+def masked_softmax_loop(scores, mask):
+    """Row by row: softmax over the allowed keys only; a row with no allowed key stays zero.
+
+    Shapes: scores (..., T_q, T_k), mask broadcastable to it -> (..., T_q, T_k).
+    """
+    allowed = np.broadcast_to(mask, scores.shape)
+    out = np.zeros(scores.shape)
+    for row in np.ndindex(scores.shape[:-1]):
+        keep = allowed[row]
+        if keep.any():
+            e = np.exp(scores[row][keep] - scores[row][keep].max())
+            out[row][keep] = e / e.sum()
+    return out
+
+
+def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+    """A loop over heads on column slices: the definition of multi-head attention.
+
+    Shapes: x (T_q, d_model), context (T_k, d_model), W_* (d_model, d_model), mask (T_q, T_k)
+            -> (T_q, d_model).
+    """
+    Q, K, V = x @ W_q, context @ W_k, context @ W_v
+    d_head = Q.shape[-1] // n_heads
+    if mask is None:
+        mask = np.ones((x.shape[0], context.shape[0]), dtype=bool)
+    heads = []
+    for i in range(n_heads):
+        cols = slice(i * d_head, (i + 1) * d_head)
+        scores = Q[:, cols] @ K[:, cols].T / np.sqrt(d_head)  # (T_q, T_k)
+        heads.append(masked_softmax_loop(scores, mask) @ V[:, cols])  # (T_q, d_head)
+    return np.concatenate(heads, axis=-1) @ W_o

@@ -1,0 +1,68 @@
+"""What 06_multi_head_attention adds: the head explorer's numbers, and the exercises' answers against the helpers."""
+
+import numpy as np
+import pytest
+from _answers import solution
+
+import helpers
+from helpers import widgets
+
+TOKENS = ["The", "cat", "sat", "on", "the", "mat"]
+
+
+def test_head_weights_picks_a_head_or_the_mean(rng):
+    weights = rng.random(size=(3, 4, 4))
+    for head in range(3):
+        assert np.array_equal(widgets.head_weights(weights, head), weights[head])
+    mean = (weights[0] + weights[1] + weights[2]) / 3
+    assert np.allclose(widgets.head_weights(weights, -1), mean)
+
+
+@pytest.mark.parametrize("head", [3, -2])
+def test_head_weights_rejects_a_head_that_does_not_exist(head):
+    with pytest.raises(ValueError, match="head"):
+        widgets.head_weights(np.zeros((3, 2, 2)), head)
+
+
+def test_head_explorer_draws_the_chosen_head(shown, rng):
+    weights = np.stack([np.eye(6), np.full((6, 6), 1 / 6)])  # head 0: itself, head 1: uniform
+    box = widgets.head_explorer(weights, TOKENS, head_names=["self", "uniform"])
+    assert "self" in shown[-1] and "1.00" in shown[-1]
+    box.controls["head"].value = 1
+    assert "uniform" in shown[-1] and "1.00" not in shown[-1] and "0.17" in shown[-1]
+    box.controls["query"].value = 2
+    assert "▶ sat" in shown[-1] and "0.167" in shown[-1]
+    box.controls["head"].value = -1
+    assert "mean of all heads" in shown[-1] and "0.583" in shown[-1]  # (1 + 1/6) / 2
+
+
+def test_explorers_reject_mismatched_tokens(rng):
+    with pytest.raises(ValueError, match="tokens"):
+        widgets.mask_explorer(rng.normal(size=(2, 6, 6)), [TOKENS], [6, 3])
+    with pytest.raises(ValueError, match="len\\(tokens\\)"):
+        widgets.head_explorer(np.zeros((2, 5, 5)), TOKENS)
+
+
+@pytest.mark.parametrize(("shape", "n_heads"), [((5, 6), 3), ((2, 4, 8), 2), ((2, 3, 4, 6), 6)])
+def test_split_and_merge_solutions_are_the_helpers(shape, n_heads, rng):
+    X = rng.normal(size=shape)
+    split = solution("split_heads_batched")(X, n_heads)
+    assert np.array_equal(split, helpers.split_heads(X, n_heads))
+    assert np.array_equal(solution("merge_heads_batched")(split), helpers.merge_heads(split))
+    assert np.array_equal(solution("merge_heads_batched")(split), X)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_cross_attention_solution_is_the_helpers_class(masked, rng):
+    layer = helpers.MultiHeadAttention(8, 4, bias=False, rng=rng)
+    x, context = rng.normal(size=(3, 8)), rng.normal(size=(6, 8))
+    mask = helpers.causal_mask(3, 6) if masked else None
+    expected, _ = layer(x, context, mask=mask)
+    got = solution("multi_head_cross_attention")(x, context, layer.W_q, layer.W_k, layer.W_v, layer.W_o, 4, mask)
+    assert np.allclose(got, expected)
+
+
+def test_explorer_numbers_keep_the_dtype(rng):
+    scores = rng.normal(size=(1, 3, 3)).astype(np.float32)
+    assert widgets.masked_weights(scores, [3])[1].dtype == np.float32
+    assert widgets.head_weights(scores, -1).dtype == np.float32

@@ -1,0 +1,74 @@
+"""The matplotlib pictures: arrows, scatter, heatmaps and the per-head grid."""
+
+import matplotlib
+import numpy as np
+import pytest
+
+from helpers import html_plots, plotting
+
+
+def test_arrows_2d_draws_one_arrow_and_label_per_vector():
+    vectors = np.array([[3.0, 1.0], [-1.0, 2.0], [0.5, -2.0]])
+    ax = plotting.arrows_2d(vectors, ["a", "b", "c"], title="t")
+    arrows = [child for child in ax.get_children() if isinstance(child, matplotlib.text.Annotation)]
+    assert len(arrows) == 3
+    assert sorted(text.get_text().strip() for text in ax.texts if text.get_text().strip()) == ["a", "b", "c"]
+    left, right = ax.get_xlim()
+    assert left < -1.0 and right > 3.0  # every tip is inside the axes
+
+
+def test_arrows_2d_and_scatter_reject_bad_input():
+    with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
+        plotting.arrows_2d(np.ones((3, 3)), ["a", "b", "c"])
+    with pytest.raises(ValueError, match="labels has 2 entries"):
+        plotting.arrows_2d(np.ones((3, 2)), ["a", "b"])
+    with pytest.raises(ValueError, match=r"shape \(n, 2\)"):
+        plotting.labelled_scatter(np.ones(4), ["a"] * 4)
+    with pytest.raises(ValueError, match="one entry per point"):
+        plotting.labelled_scatter(np.ones((4, 2)), ["a"] * 4, groups=["g"] * 3)
+
+
+def test_labelled_scatter_colours_by_group_in_input_order():
+    points = np.arange(10.0).reshape(5, 2)
+    ax = plotting.labelled_scatter(points, list("abcde"), ["x", "y", "x", "z", "y"])
+    assert [text.get_text() for text in ax.get_legend().get_texts()] == ["x", "y", "z"]
+    assert sorted(t.get_text() for t in ax.texts) == list("abcde")
+    assert sum(len(collection.get_offsets()) for collection in ax.collections) == 5
+
+
+def test_head_grid_draws_each_head_in_its_own_panel(rng):
+    weights = rng.random(size=(5, 3, 4))
+    axes = plotting.head_grid(weights, ["x", "y", "z"], ["a", "b", "c", "d"], ncols=3)
+    assert axes.shape == (2, 3)
+    for i in range(5):
+        image = axes.flat[i].get_images()[0]
+        assert np.allclose(image.get_array(), weights[i])
+        assert image.get_clim() == (0, 1)  # one colour scale for every head
+        assert axes.flat[i].get_title() == f"head {i}"
+    assert not axes.flat[5].axison  # the unused slot is blank
+
+
+@pytest.mark.parametrize(
+    ("weights", "kwargs", "match"),
+    [
+        (np.zeros((3, 3)), {}, "3-D"),
+        (np.zeros((2, 3, 4)), {}, "key labels"),
+        (np.zeros((2, 3, 3)), {"titles": ["only one"]}, "titles"),
+    ],
+)
+def test_head_grid_rejects_bad_shapes(weights, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        plotting.head_grid(weights, ["a", "b", "c"], **kwargs)
+
+
+def test_every_picture_takes_query_labels_then_key_labels():
+    import inspect
+
+    for function in (plotting.heatmap, plotting.token_lines, plotting.head_grid, html_plots.heatmap):
+        assert list(inspect.signature(function).parameters)[1:3] == ["query_labels", "key_labels"], function
+    weights = np.full((2, 3, 4), 0.25)
+    axes = plotting.head_grid(weights, ["q0", "q1", "q2"], ["k0", "k1", "k2", "k3"], ncols=2)
+    assert [t.get_text() for t in axes[0, 0].get_yticklabels()] == ["q0", "q1", "q2"]  # rows are queries
+    assert [t.get_text() for t in axes[0, 0].get_xticklabels()] == ["k0", "k1", "k2", "k3"]
+    ax = plotting.token_lines(weights[0], ["q0", "q1", "q2"], ["k0", "k1", "k2", "k3"])
+    assert [t.get_text() for t in ax.texts[:3]] == ["q0", "q1", "q2"]  # the queries on the left

@@ -7,7 +7,7 @@ Taught in 07_positional_encoding (the model and its training are 03's; only the 
 
 import numpy as np
 
-from helpers._validate import as_float_array, positive_int
+from helpers._validate import as_float_array, as_rng, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention
 from helpers.positional import apply_rotary, sinusoidal_positional_encoding
 from helpers.training import (
@@ -24,7 +24,7 @@ from helpers.training import (
 KINDS = ("none", "one-hot", "sinusoidal", "rope")  # how the model learns where each token is
 
 
-def symbol_vectors(n_symbols, d_model, rng=0):
+def symbol_vectors(n_symbols, d_model, rng=None):
     """One unit vector per symbol, all orthogonal: 03's one-hots turned by a random rotation of d_model dims.
 
     They use every dimension (as dense token vectors do), so an added encoding shares the dimensions
@@ -35,7 +35,7 @@ def symbol_vectors(n_symbols, d_model, rng=0):
     n_symbols, d_model = positive_int(n_symbols, "n_symbols"), positive_int(d_model, "d_model")
     if n_symbols > d_model:
         raise ValueError(f"{n_symbols} orthogonal symbol vectors need d_model >= n_symbols, got d_model={d_model}")
-    gaussian = np.random.default_rng(rng).normal(size=(d_model, n_symbols))  # (d_model, n_symbols)
+    gaussian = as_rng(rng).normal(size=(d_model, n_symbols))  # (d_model, n_symbols)
     basis, R = np.linalg.qr(gaussian)  # (d_model, n_symbols): orthonormal columns
     basis = basis * np.sign(np.diag(R))  # the one QR with R's diagonal > 0: the same on every LAPACK
     return basis.T  # (n_symbols, d_model)
@@ -112,7 +112,7 @@ def rotary_attention_layer_loss(params, X, targets, scale=1.0):
     return loss, grads, weights
 
 
-def train_with_positions(kind, X, targets, n_classes, *, d_k=16, steps=200, lr=2.0, rng=0, std=0.1):
+def train_with_positions(kind, X, targets, n_classes, *, d_k=16, steps=200, lr=2.0, rng=None, std=0.1):
     """Train 03's attention layer by plain gradient descent on (X, targets), from a small random start.
 
     kind "rope" rotates q and k; every other kind uses 03's layer unchanged (X already carries its positions).

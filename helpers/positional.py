@@ -1,6 +1,6 @@
 """Positional encodings: the sinusoidal table, rotary embeddings (RoPE) and the real model's learned table.
 
-Written ahead of its notebook: to be taught in 07_positional_encoding.
+Taught in 07_positional_encoding.
 """
 
 import numpy as np
@@ -13,7 +13,7 @@ def sinusoidal_positional_encoding(T, d_model):
 
     Shapes: -> (T, d_model) float64.
     Math: PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(p / 10000^(2i/d_model)).
-    Written ahead of its notebook: to be taught in 07_positional_encoding.
+    Taught in 07_positional_encoding.
     """
     T = positive_int(T, "T")
     d_model = positive_int(d_model, "d_model")

@@ -41,7 +41,7 @@ def position_pair_summary(d_model, p, q, band):
             "arrow_p": arrows[0], "arrow_q": arrows[1]}
 
 
-def _curve_svg(values, marker, title, width=300, height=170):
+def _curve_svg(values, marker, title, width=260, height=160):
     """values[k] against k as an SVG line, a dot at k = marker (None: no dot), a zero line. -> str."""
     values = np.asarray(values, dtype=float)
     top = max(1.0, np.abs(values).max())
@@ -57,9 +57,9 @@ def _curve_svg(values, marker, title, width=300, height=170):
             f'<polyline points="{line}" fill="none" stroke="#9467bd" stroke-width="1.5"/>{dot}</svg></div>')
 
 
-def _arrows_svg(arrows, labels, title, size=190):
+def _arrows_svg(arrows, labels, title, size=170):
     """2-D vectors of length about 1 as SVG arrows from the centre, on a unit circle. -> str."""
-    c, r = size / 2, size / 2 - 40  # room for the labels outside the circle
+    c, r = size / 2, size / 2 - 35  # room for the labels outside the circle
     colors = ("#1f77b4", "#ff7f0e")
     parts = [f'<circle cx="{c}" cy="{c}" r="{r}" fill="none" stroke="#ddd"/>']
     for (a, b), label, color in zip(arrows, labels, colors, strict=False):
@@ -105,7 +105,8 @@ def position_explorer(d_model=64, p=10, q=13, band=(0, 3), max_position=200):
                  f"(offset |q − p| = {k}{'' if k <= POSITION_MAX_OFFSET else ', off the curve'}). "
                  f"RoPE turns pair {band[0]} by {turn:+.2f} rad from p to q "
                  f"({on_circle:+.2f} rad on the circle).</div>")
-        show_html(html_plots.side_by_side(table, curve, arrows) + words)
+        pictures = f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start">{table}{curve}{arrows}</div>'
+        show_html(pictures + words)  # the three wrap onto two lines in a narrow window
 
     return explorer(controls, draw)
 

@@ -85,13 +85,53 @@ def test_wrong_answer_is_incorrect_with_a_hint(name, capsys):
     assert "Hint:" in printed
 
 
+def stub_with_docstring_and_ellipsis(*args, **kwargs):
+    """The learner's docstring stays: still untouched."""
+    ...
+    raise NotImplementedError("write this")
+
+
+def started_but_kept_the_raise(*args, **kwargs):
+    scores = np.ones(3)  # the learner began  # noqa: F841
+    raise NotImplementedError
+
+
+def calls_an_unsolved_stub(*args, **kwargs):
+    return raises_not_implemented(*args)  # e.g. 06's cross-attention calling the learner's own split_heads
+
+
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("stub", [raises_not_implemented, returns_none, None, Ellipsis],
-                         ids=["raises NotImplementedError", "returns None", "None", "Ellipsis"])
+@pytest.mark.parametrize("stub", [raises_not_implemented, stub_with_docstring_and_ellipsis, None, Ellipsis],
+                         ids=["raises NotImplementedError", "docstring and ellipsis", "None", "Ellipsis"])
 def test_untouched_stub_is_not_attempted(name, stub, capsys):
     result, printed = run_check(name, stub, capsys)
     assert result.status == checks.NOT_ATTEMPTED, printed
     assert not result and printed.startswith("·")
+
+
+def test_a_stub_without_source_is_judged_by_its_bytecode(capsys):
+    name = NAMES[0]
+    stub = define(f"def {name}(*args):\n    # your code here\n    raise NotImplementedError\n", name)
+    assert run_check(name, stub, capsys)[0].status == checks.NOT_ATTEMPTED
+    started = define(f"def {name}(*args):\n    x = np.ones(2)\n    raise NotImplementedError\n", name)
+    assert run_check(name, started, capsys)[0].status == checks.INCORRECT
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_returning_none_is_an_attempt_that_forgot_return(name, capsys):
+    result, printed = run_check(name, returns_none, capsys)
+    assert result.status == checks.INCORRECT, printed
+    assert "returned None: did you forget `return`?" in printed
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_not_implemented_from_elsewhere_is_an_attempt(name, capsys):
+    result, printed = run_check(name, started_but_kept_the_raise, capsys)
+    assert result.status == checks.INCORRECT, printed
+    assert "delete the `raise NotImplementedError` line" in printed
+    result, printed = run_check(name, calls_an_unsolved_stub, capsys)
+    assert result.status == checks.INCORRECT, printed
+    assert "calls `raises_not_implemented`, which still raises NotImplementedError: finish that one first" in printed
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -181,3 +221,36 @@ def test_call_passes_copies():
     original = np.ones(3)
     checks.call(mutating, original)
     assert np.array_equal(original, np.ones(3))  # the learner cannot spoil the check's inputs
+
+
+def test_a_crash_inside_numpy_names_the_learners_line(capsys):
+    def cosine_similarity(a, b):
+        return a @ b / np.linalg.norm(a, axis=3)  # an axis a vector does not have: the error comes from inside
+
+    printed = run_check("cosine_similarity", cosine_similarity, capsys)[1]
+    assert "AxisError" in printed and "in your line: return a @ b / np.linalg.norm(a, axis=3)" in printed
+    assert "add.reduce" not in printed and "numpy" not in printed.split("in your line")[1]
+
+
+def test_numpy_matmul_message_is_explained_in_shapes(capsys):
+    def qkv_scores(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return Q, K, V, Q @ K  # no transpose: (4, 3) @ (4, 3)
+
+    printed = run_check("qkv_scores", qkv_scores, capsys)[1]
+    assert "last axis of A must equal the second-to-last of B, here 3 and 4" in printed
+    assert "a missing .T (Q @ K.T, not Q @ K)" in printed
+
+
+def test_progress_shows_the_latest_verdict_of_each_exercise(capsys):
+    checks.masked_softmax(define(checks.EXERCISES["masked_softmax"].solution, "masked_softmax"))
+    checks.build_causal_mask(raises_not_implemented)
+    capsys.readouterr()
+    checks.progress()  # the notebook of the exercise checked last
+    printed = capsys.readouterr().out
+    assert printed.splitlines()[0] == "05_masking: 1 of 2 exercises correct"
+    assert "  · build_causal_mask" in printed and "  ✓ masked_softmax" in printed
+    checks.progress("01_embeddings")
+    assert "01_embeddings: " in capsys.readouterr().out
+    checks.progress("99_nothing")
+    assert "No exercises for '99_nothing'" in capsys.readouterr().out

@@ -59,3 +59,37 @@ def test_nearest_neighbours_check_explains_the_order():
 
     result = checks.nearest_neighbours(ascending)
     assert result.status == checks.INCORRECT and "wrong order" in result.message
+
+
+# --- the exercises' targeted messages ---------------------------------------------------------
+
+
+def verdict(check, answer):
+    result = check(answer)
+    return result.status, result.message
+
+
+def test_cosine_check_names_the_dot_product_and_a_single_length():
+    status, message = verdict(checks.cosine_similarity, lambda a, b: a @ b)
+    assert status == checks.INCORRECT and "you returned the dot product" in message
+    status, message = verdict(checks.cosine_similarity, lambda a, b: a @ b / np.linalg.norm(a))
+    assert status == checks.INCORRECT and "divided by the length of a only" in message
+
+
+def test_cosine_check_refuses_the_workshops_own_cosine():
+    from helpers.embeddings import cosine_similarity as workshop_cosine
+
+    status, message = verdict(checks.cosine_similarity, lambda a, b: workshop_cosine(a, b))
+    assert status == checks.INCORRECT and "calls the workshop's own `helpers.embeddings.cosine_similarity`" in message
+
+
+def test_nearest_neighbours_check_names_dot_product_ranking_and_ascending_order():
+    def by_dot(v, table, k):
+        return np.argsort(-(table @ v))[:k]
+
+    def least_similar(v, table, k):
+        cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
+        return np.argsort(cosines)[:k]
+
+    assert "ranks by the dot product" in verdict(checks.nearest_neighbours, by_dot)[1]
+    assert "gave the least similar rows" in verdict(checks.nearest_neighbours, least_similar)[1]

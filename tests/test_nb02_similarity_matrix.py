@@ -52,6 +52,32 @@ def test_sentence_explorer_redraws_both_heatmaps(emb, shown):
     assert "Type a sentence" in shown[-1]
 
 
+def test_sentence_explorer_says_when_a_long_sentence_is_cut(emb, shown):
+    long = "The bat flew out of the dark cave at night and the boy swung his baseball bat at a ball"
+    n_tokens = len(emb.tokenize(long))
+    assert n_tokens > widgets.MAX_TOKENS == 16
+    box = widgets.sentence_explorer(emb, long)
+    assert f"Only the first 16 of its {n_tokens} tokens are shown" in shown[-1]
+    assert shown[-1].count("<td") == 2 * 16 * 16
+    box.controls["sentence"].value = "The cat sat on the mat"
+    assert "Only the first" not in shown[-1]
+
+
+def test_side_by_side_wraps_instead_of_running_off_the_page():
+    from helpers import html_plots
+
+    markup = html_plots.side_by_side("<table>a</table>", "<table>b</table>")
+    assert "flex-wrap:wrap" in markup and "overflow-x:auto" in markup
+
+
+def test_temperature_sliders_show_their_whole_label(emb):
+    from helpers.widgets._explorer import ipw
+
+    for box in (widgets.softmax_explorer([1.0, 2.0]), widgets.sentence_explorer(emb), widgets.scaling_explorer()):
+        slider = box.controls["temperature"]
+        assert isinstance(slider, ipw.FloatLogSlider) and slider.style.description_width == "initial"
+
+
 def test_attention_without_weights_check_catches_a_column_softmax():
     def column_softmax(X):
         S = X @ X.T
@@ -72,3 +98,43 @@ def test_exercise_solutions_agree_with_the_helpers(emb):
     v = emb.vector("cat")
     top = solution("nearest_neighbours")(v, emb.table, 2)
     assert [emb.vocab[i] for i in top] == ["cat", "cats"]
+
+
+# --- the exercises' targeted messages ---------------------------------------------------------
+
+
+def test_row_softmax_check_names_the_common_mistakes():
+    def columns(S):
+        e = np.exp(S - S.max(axis=0, keepdims=True))
+        return e / e.sum(axis=0, keepdims=True)
+
+    def whole_matrix(S):
+        e = np.exp(S - S.max())
+        return e / e.sum()
+
+    def no_shift(S):
+        e = np.exp(S)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def no_division(S):
+        return np.exp(S - S.max(axis=-1, keepdims=True))
+
+    for answer, words in ((columns, "you normalised each column"), (whole_matrix, "the sum of the whole matrix"),
+                          (no_shift, "np.exp overflows to inf"), (no_division, "sums to")):
+        result = checks.row_softmax(answer)
+        assert result.status == checks.INCORRECT and words in result.message, (answer.__name__, result.message)
+
+
+def test_row_softmax_check_refuses_the_workshops_softmax():
+    import helpers as workshop
+
+    for answer in (lambda S: softmax(S), lambda S: workshop.softmax(S, axis=-1)):
+        result = checks.row_softmax(answer)
+        assert result.status == checks.INCORRECT and "`helpers.softmax`, which is the answer" in result.message
+
+
+def test_similarity_and_attention_checks_name_their_mistakes():
+    assert "X.T @ X compares the 7 dimensions" in checks.similarity_matrix(lambda X, cosine=False: X.T @ X).message
+    assert "gave the dot products" in checks.similarity_matrix(lambda X, cosine=False: X @ X.T).message
+    assert "without the softmax" in checks.attention_without_weights(lambda X: (X @ X.T) @ X).message
+    assert "return weights @ X" in checks.attention_without_weights(lambda X: softmax(X @ X.T)).message

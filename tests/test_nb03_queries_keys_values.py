@@ -25,3 +25,25 @@ def test_explorers_follow_their_controls():
     assert loss == 1.0
     with pytest.raises(ValueError, match="recorded"):
         widgets.snapshot_at(snapshots, [0, 10, 20], 5)
+
+
+def test_softmax_backward_check_names_the_missing_term_and_the_wrong_axis():
+    from helpers import checks
+
+    first_term = checks.softmax_backward(lambda d_weights, weights: weights * d_weights)
+    assert first_term.status == checks.INCORRECT and "only the first term" in first_term.message
+
+    def wrong_axis(d_weights, weights):
+        return weights * (d_weights - np.sum(d_weights * weights, axis=-2, keepdims=True))
+
+    assert "you summed over axis -2" in checks.softmax_backward(wrong_axis).message
+
+
+def test_qkv_check_says_scaling_belongs_to_04():
+    from helpers import checks
+
+    def scaled(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return Q, K, V, Q @ K.T / np.sqrt(K.shape[-1])
+
+    assert "that scaling is 04's subject" in checks.qkv_scores(scaled).message

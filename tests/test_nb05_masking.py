@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from _answers import solution
+from _answers import define, solution
 
 import helpers
 from helpers import widgets
@@ -80,3 +80,47 @@ def test_masked_softmax_solution_is_the_helpers_attention_weights(rng):
     scores = q @ np.swapaxes(k, -1, -2) / np.sqrt(2)
     assert np.allclose(solution("masked_softmax")(scores, mask), expected)
     assert np.array_equal(expected[2], np.zeros((4, 5)))  # sentence 2 is all padding
+
+
+# --- the exercises' targeted messages, and the loophole of the workshop's own softmax ----------
+
+
+def test_masked_softmax_with_the_workshops_softmax_does_not_pass():
+    from helpers import checks, softmax
+
+    def with_helpers_softmax(scores, mask):
+        return softmax(np.where(mask, scores, -np.inf))  # the helper already makes a fully masked row zero
+
+    def through_the_module(scores, mask):
+        return helpers.softmax(np.where(mask, scores, -np.inf))
+
+    for answer in (with_helpers_softmax, through_the_module):
+        result = checks.masked_softmax(answer)
+        assert result.status == checks.INCORRECT, result.message
+        assert "`helpers.softmax`, which is the answer" in result.message
+
+
+def test_masked_softmax_check_names_uniform_and_nan_rows():
+    from helpers import checks
+
+    result = checks.masked_softmax(define(checks.EXERCISES["masked_softmax"].wrong, "masked_softmax"))  # -1e9 fill
+    assert result.status == checks.INCORRECT and "came out uniform (0.25 each)" in result.message
+
+    def nan_rows(scores, mask):
+        scores = np.where(mask, scores, -np.inf)
+        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    result = checks.masked_softmax(nan_rows)
+    assert result.status == checks.INCORRECT and "its rows are NaN" in result.message
+
+
+def test_build_causal_mask_check_names_the_square_only_and_upper_masks():
+    from helpers import checks
+
+    square = checks.build_causal_mask(lambda T_q, T_k: np.tril(np.ones((T_q, T_k), dtype=bool)))
+    assert "is right only for a square mask" in square.message
+    upper = checks.build_causal_mask(lambda T_q, T_k: np.triu(np.ones((T_q, T_k), dtype=bool)))
+    assert "is True above the diagonal" in upper.message
+    helper = checks.build_causal_mask(lambda T_q, T_k: helpers.causal_mask(T_q, T_k))
+    assert helper.status == checks.INCORRECT and "which is the answer" in helper.message

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from _answers import solution
+from _answers import define, solution
 
 import helpers
 from helpers import widgets
@@ -66,3 +66,56 @@ def test_explorer_numbers_keep_the_dtype(rng):
     scores = rng.normal(size=(1, 3, 3)).astype(np.float32)
     assert widgets.masked_weights(scores, [3])[1].dtype == np.float32
     assert widgets.head_weights(scores, -1).dtype == np.float32
+
+
+# --- the exercises' targeted messages ---------------------------------------------------------
+
+
+def test_split_and_merge_checks_name_a_reshape_without_the_swap():
+    from helpers import checks
+
+    split = checks.split_heads_batched(define(checks.EXERCISES["split_heads_batched"].wrong, "split_heads_batched"))
+    assert "reshape to (..., T, h, d_head) first, then swap axes" in split.message
+    merge = checks.merge_heads_batched(define(checks.EXERCISES["merge_heads_batched"].wrong, "merge_heads_batched"))
+    assert "swap axes -3 and -2 back" in merge.message
+
+
+def cross_attention_variant(change):
+    """The solution with one line changed (`change` maps a line of the solution to its replacement)."""
+    from helpers import checks
+
+    source = checks.EXERCISES["multi_head_cross_attention"].solution
+    for old, new in change.items():
+        assert old in source
+        source = source.replace(old, new)
+    return define(source, "multi_head_cross_attention")
+
+
+@pytest.mark.parametrize(("change", "words"), [
+    ({"split(context @ W_k), split(context @ W_v)": "split(x @ W_k), split(x @ W_v)",
+      "if mask is not None:": "if False:"}, "keys and values come from x"),
+    ({".reshape(x.shape[0], -1) @ W_o": ".reshape(x.shape[0], -1)"}, "W_o is not applied"),
+    ({"/ np.sqrt(d_head)": "/ np.sqrt(W_q.shape[1])"}, "divide by sqrt(d_head)"),
+    ({"if mask is not None:": "if False:"}, "the mask is not applied"),
+])
+def test_cross_attention_check_names_the_common_mistakes(change, words):
+    from helpers import checks
+
+    result = checks.multi_head_cross_attention(cross_attention_variant(change))
+    assert result.status == checks.INCORRECT and words in result.message, result.message
+
+
+def test_cross_attention_calling_an_unsolved_split_is_an_attempt_not_untouched():
+    from helpers import checks
+
+    def split_heads_batched(X, n_heads):
+        # your code here
+        raise NotImplementedError
+
+    def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        Q = split_heads_batched(x @ W_q, n_heads)  # the learner's own exercise, not done yet
+        return Q
+
+    result = checks.multi_head_cross_attention(multi_head_cross_attention)
+    assert result.status == checks.INCORRECT
+    assert "calls `split_heads_batched`, which still raises NotImplementedError" in result.message

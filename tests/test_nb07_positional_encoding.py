@@ -68,7 +68,7 @@ def test_sinusoidal_table_cosine_column_with_its_own_speed(capsys):
 
 def test_sinusoidal_table_ignoring_the_positions(capsys):
     def sinusoidal_table(positions, d_model):
-        return sinusoidal_positional_encoding(len(positions), d_model)
+        return table_with(RIGHT_SPEED)(np.arange(len(positions)), d_model)  # rows 0..T-1 whatever was asked
 
     result, printed = verdict("sinusoidal_table", sinusoidal_table, capsys)
     assert result.status == checks.INCORRECT and "row t must encode position positions[t]" in printed
@@ -108,15 +108,34 @@ def test_added_length_accepts_a_prediction_within_the_measurement_noise(capsys):
 # ---------------------------------------------------------------------------------------
 
 
+def test_rotate_pair_the_workshops_own_rotation_is_not_an_answer(capsys):
+    result, printed = verdict("rotate_pair", lambda pair, position, theta: apply_rotary(
+        np.asarray(pair)[None], [position * theta])[0], capsys)
+    assert result.status == checks.INCORRECT and "apply_rotary" in printed, printed
+
+
+def test_sinusoidal_table_the_helper_is_not_an_answer(capsys):
+    def sinusoidal_table(positions, d_model):
+        return sinusoidal_positional_encoding(max(positions) + 1, d_model)[positions]
+
+    result, printed = verdict("sinusoidal_table", sinusoidal_table, capsys)
+    assert result.status == checks.INCORRECT and "sinusoidal_positional_encoding" in printed, printed
+
+
 def test_rotate_pair_solution_is_apply_rotary_on_one_pair():
     rotate_pair = solution("rotate_pair")
     pair = np.array([0.3, -1.2])
     np.testing.assert_allclose(rotate_pair(pair, 4, 0.25), apply_rotary(pair[None], [1.0])[0], atol=1e-15)
 
 
+def turn(pair, angle):
+    a, b = pair
+    return np.array([a * np.cos(angle) - b * np.sin(angle), a * np.sin(angle) + b * np.cos(angle)])
+
+
 @pytest.mark.parametrize(("answer", "message"), [
-    (lambda pair, position, theta: apply_rotary(np.asarray(pair)[None], [-position * theta])[0], "clockwise"),
-    (lambda pair, position, theta: apply_rotary(np.asarray(pair)[None], [theta])[0], "position * theta"),
+    (lambda pair, position, theta: turn(pair, -position * theta), "clockwise"),
+    (lambda pair, position, theta: turn(pair, theta), "position * theta"),
     (lambda pair, position, theta: np.asarray(pair), "differs"),
 ])
 def test_rotate_pair_common_mistakes(answer, message, capsys):

@@ -32,6 +32,7 @@ from helpers.checks._core import (  # noqa: F401 - the public names of the packa
     expect_close,
     expect_equal,
     hint,
+    progress,
     solution,
 )
 

@@ -11,15 +11,14 @@ tests run every exercise's check on both, on an untouched stub and on crashing a
 import functools
 import sys
 import textwrap
-import traceback
 import warnings
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
+from helpers.checks._diagnose import explain_crash, is_untouched_stub, uses_forbidden
+
 CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
-_CHECKS_DIR = str(Path(__file__).parent)  # frames from here are the checks' own, not the learner's
 
 
 class Mismatch(Exception):
@@ -38,6 +37,7 @@ class Exercise:
     hint: str
     solution: str  # source code defining `name`
     wrong: str  # source code defining a plausible wrong `name` (for the tests)
+    forbid: tuple = ()  # "module.name" of workshop functions the answer may not call (they are the answer)
 
     def run(self, answer):
         """Check `answer`, print one verdict line and return the Result."""
@@ -63,10 +63,15 @@ class Result:
 EXERCISES = {}
 # names the checks package already uses: an exercise may not take them
 RESERVED = {"hint", "solution", "progress", "call", "exercise", "expect_close", "expect_equal", "as_array"}
+LATEST = {}  # exercise name -> the status of its latest check in this kernel (for progress())
 
 
-def exercise(*, notebook, hint, solution, wrong):
-    """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`."""
+def exercise(*, notebook, hint, solution, wrong, forbid=()):
+    """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`.
+
+    forbid: "module.name" of workshop functions that already are the answer (e.g. "helpers.softmax"
+    for an exercise that writes a softmax): an answer calling one is told to write it itself.
+    """
 
     def register(check_fn):
         name = check_fn.__name__
@@ -76,7 +81,7 @@ def exercise(*, notebook, hint, solution, wrong):
             raise ValueError(f"exercise {name!r} is registered twice (notebooks "
                              f"{EXERCISES[name].notebook} and {notebook}): rename one")
         EXERCISES[name] = Exercise(name, notebook, check_fn, textwrap.dedent(hint).strip(),
-                                   textwrap.dedent(solution).strip(), textwrap.dedent(wrong).strip())
+                                   textwrap.dedent(solution).strip(), textwrap.dedent(wrong).strip(), tuple(forbid))
 
         @functools.wraps(check_fn)
         def run(answer):
@@ -87,20 +92,16 @@ def exercise(*, notebook, hint, solution, wrong):
     return register
 
 
-def _is_untouched(value):
-    return value is None or value is Ellipsis
-
-
 def call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the arguments; an untouched stub -> NotAttempted."""
+    """Call the learner's function on copies of the arguments; returning None is a Mismatch."""
     if not callable(fn):
         raise Mismatch(f"expected a function, got {type(fn).__name__}")
     copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         result = fn(*copies, **kwargs)
-    if _is_untouched(result):
-        raise NotAttempted("Your function returned None: did you forget `return`?")
+    if result is None:
+        raise Mismatch("your function returned None: did you forget `return`?")
     return result
 
 
@@ -146,30 +147,27 @@ def expect_equal(got, expected, what):
         raise Mismatch(f"{what} differs at index {where}: got {arr[where]}, expected {expected[where]}")
 
 
-def _crash_summary(exc):
-    """One line naming the exception and the line of the learner's code that raised it."""
-    frames = traceback.extract_tb(exc.__traceback__)
-    mine = [f for f in frames if not f.filename.startswith(_CHECKS_DIR)]
-    where = f" (line: {mine[-1].line})" if mine and mine[-1].line else ""
-    return f"your code raised {type(exc).__name__}: {exc}{where}"
-
-
 def _run(ex, answer):
     """Run one check and print one verdict; never raises (except KeyboardInterrupt)."""
     try:
-        if _is_untouched(answer):
-            raise NotAttempted("")
+        if answer is None or answer is Ellipsis or is_untouched_stub(answer):
+            raise NotAttempted
+        forbidden = uses_forbidden(answer, ex.forbid)
+        if forbidden:
+            raise Mismatch(f"your {ex.name} calls the workshop's own `{forbidden}`, which is the answer: "
+                           "write it yourself from numpy operations, that is what this exercise practises")
         ex.check(answer)
         status, message = CORRECT, f"✓ {ex.name}: correct!"
-    except (NotAttempted, NotImplementedError) as exc:
+    except NotAttempted:
         status = NOT_ATTEMPTED
-        todo = (str(exc) if isinstance(exc, NotAttempted) and str(exc)
-                else "Write your code in place of `raise NotImplementedError` and run the cell again.")
-        message = f"· {ex.name}: not attempted yet. {todo}\n  checks.hint({ex.name!r}) gives a hint."
+        message = (f"· {ex.name}: not attempted yet. Write your code in place of `raise NotImplementedError` "
+                   f"and run the cell again.\n  checks.hint({ex.name!r}) gives a hint.")
     except Mismatch as exc:
         status, message = INCORRECT, f"✗ {ex.name}: {exc}\n  Hint: {ex.hint}"
     except Exception as exc:  # a crash inside the learner's code is shown, never raised
-        status, message = INCORRECT, f"✗ {ex.name}: {_crash_summary(exc)}\n  Hint: {ex.hint}"
+        status, message = INCORRECT, f"✗ {ex.name}: {explain_crash(exc, answer)}\n  Hint: {ex.hint}"
+    LATEST.pop(ex.name, None)  # re-inserted: the last one checked comes last
+    LATEST[ex.name] = status
     print(message)
     sys.stdout.flush()
     return Result(ex.name, status, message)
@@ -195,6 +193,29 @@ def solution(name):
     ex = _lookup(name)
     if ex:
         print(ex.solution)
+
+
+def progress(notebook=None):
+    """Print which exercises of a notebook are done: the latest verdict of each in this kernel.
+
+    notebook: e.g. "05_masking"; by default the notebook of the exercise checked last (or every
+    notebook, before any check has run).
+    """
+    notebooks = list(dict.fromkeys(ex.notebook for ex in EXERCISES.values()))
+    if notebook is None and LATEST:
+        notebook = EXERCISES[list(LATEST)[-1]].notebook
+    chosen = [notebook] if notebook is not None else notebooks
+    if notebook is not None and notebook not in notebooks:
+        print(f"No exercises for {notebook!r}. Notebooks with exercises: {', '.join(notebooks)}")
+        return
+    marks = {CORRECT: "✓", INCORRECT: "✗", NOT_ATTEMPTED: "·"}
+    for name_of_notebook in chosen:
+        names = [ex.name for ex in EXERCISES.values() if ex.notebook == name_of_notebook]
+        done = sum(LATEST.get(n) == CORRECT for n in names)
+        print(f"{name_of_notebook}: {done} of {len(names)} exercises correct")
+        for n in names:
+            status = LATEST.get(n)
+            print(f"  {marks.get(status, ' ')} {n}" + ("" if status else "  (not checked yet)"))
 
 
 def check_rng():

@@ -35,19 +35,23 @@ def masked_softmax_loop(scores, mask):
     return out
 
 
-def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None, scale=None, project=True):
     """A loop over heads on column slices: the definition of multi-head attention.
 
+    scale: each head's score scale, 1/sqrt(d_head) unless given; project=False leaves out W_o
+    (the checks use both to recognise two common mistakes).
     Shapes: x (T_q, d_model), context (T_k, d_model), W_* (d_model, d_model), mask (T_q, T_k)
             -> (T_q, d_model).
     """
     Q, K, V = x @ W_q, context @ W_k, context @ W_v
     d_head = Q.shape[-1] // n_heads
+    scale = 1 / np.sqrt(d_head) if scale is None else scale
     if mask is None:
         mask = np.ones((x.shape[0], context.shape[0]), dtype=bool)
     heads = []
     for i in range(n_heads):
         cols = slice(i * d_head, (i + 1) * d_head)
-        scores = Q[:, cols] @ K[:, cols].T / np.sqrt(d_head)  # (T_q, T_k)
+        scores = Q[:, cols] @ K[:, cols].T * scale  # (T_q, T_k)
         heads.append(masked_softmax_loop(scores, mask) @ V[:, cols])  # (T_q, d_head)
-    return np.concatenate(heads, axis=-1) @ W_o
+    concat = np.concatenate(heads, axis=-1)  # (T_q, d_model)
+    return concat @ W_o if project else concat

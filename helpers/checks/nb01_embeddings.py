@@ -16,13 +16,20 @@ from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, 
         def cosine_similarity(a, b):
             return a @ b
     """,
+    forbid=("helpers.embeddings.cosine_similarity",),
 )
 def cosine_similarity(answer):
     rng = check_rng()
     for d in (2, 5, 384):
         a, b = rng.normal(size=d), rng.normal(size=d) * 3
-        expected = a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
-        expect_close(call(answer, a, b), expected, f"cosine_similarity(a, b) for d={d}")
+        got = as_array(call(answer, a, b), f"cosine_similarity(a, b) for d={d}")
+        if got.shape == () and np.isclose(got, a @ b):
+            raise Mismatch(f"for d={d} you returned the dot product a @ b = {a @ b:.4g}; the cosine divides it by "
+                           "both lengths, so it lies in [-1, 1]")
+        for length, which in ((np.linalg.norm(a), "a"), (np.linalg.norm(b), "b")):
+            if got.shape == () and np.isclose(got, a @ b / length):
+                raise Mismatch(f"for d={d} you divided by the length of {which} only; divide by both lengths")
+        expect_close(got, a @ b / (np.linalg.norm(a) * np.linalg.norm(b)), f"cosine_similarity(a, b) for d={d}")
 
 
 @exercise(
@@ -31,7 +38,7 @@ def cosine_similarity(answer):
          "Then np.argsort(-cosines)[:k] gives the rows of the k largest, best first.",
     solution="""
         def nearest_neighbours(v, table, k):
-            cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))  # (V, d) @ (d,) -> (V,)
+            cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))  # (n, d) @ (d,) -> (n,)
             return np.argsort(-cosines)[:k]
     """,
     wrong="""
@@ -47,9 +54,15 @@ def nearest_neighbours(answer):
         v = rng.normal(size=8)
         cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
         expected = np.argsort(-cosines)[:k]
-        got = as_array(call(answer, v, table, k), f"nearest_neighbours(v, table, k={k})").ravel()
-        if got.shape == expected.shape and set(got.tolist()) == set(expected.tolist()):
-            if not np.array_equal(got, expected):
-                raise Mismatch(f"nearest_neighbours(v, table, k={k}) has the right rows in the wrong order: "
-                               "put the most similar first")
-        expect_equal(got, expected, f"nearest_neighbours(v, table, k={k}) (row indices, best first)")
+        what = f"nearest_neighbours(v, table, k={k})"
+        got = as_array(call(answer, v, table, k), what).ravel()
+        if got.shape == expected.shape and not np.array_equal(got, expected):
+            if set(got.tolist()) == set(expected.tolist()):
+                raise Mismatch(f"{what} has the right rows in the wrong order: put the most similar first "
+                               "(np.argsort sorts ascending: sort -cosines)")
+            if k > 1 and np.array_equal(got, np.argsort(cosines)[:k]):
+                raise Mismatch(f"{what} gave the least similar rows: np.argsort sorts ascending, so sort -cosines "
+                               "to get the largest cosines first")
+            if np.array_equal(got, np.argsort(-(table @ v))[:k]):
+                raise Mismatch(f"{what} ranks by the dot product, so long rows win: divide by the lengths (cosine)")
+        expect_equal(got, expected, f"{what} (row indices, best first)")

@@ -40,6 +40,8 @@ def qkv_scores(answer):
     scores = as_array(got[3], "scores")
     if scores.shape == (4, 4) and np.allclose(scores, (Q @ K.T).T):
         raise Mismatch("scores is transposed: row i must hold query i's scores against every key (Q @ K.T)")
+    if scores.shape == (4, 4) and np.allclose(scores, Q @ K.T / np.sqrt(3)):
+        raise Mismatch("scores is divided by sqrt(d_k): that scaling is 04's subject; here return Q @ K.T as it is")
     expect_close(scores, Q @ K.T, f"scores for {shapes}")
 
 
@@ -56,6 +58,7 @@ def qkv_scores(answer):
         def softmax_backward(d_weights, weights):
             return weights * d_weights
     """,
+    forbid=("helpers.softmax_backward", "helpers.attention.softmax_backward"),
 )
 def softmax_backward(answer):
     rng = check_rng()
@@ -63,4 +66,13 @@ def softmax_backward(answer):
         weights = softmax(rng.normal(size=shape) * 2)
         d_weights = rng.normal(size=shape)
         expected = weights * (d_weights - np.sum(d_weights * weights, axis=-1, keepdims=True))
-        expect_close(call(answer, d_weights, weights), expected, f"d_scores for weights of shape {shape}")
+        what = f"d_scores for weights of shape {shape}"
+        got = as_array(call(answer, d_weights, weights), what)
+        if got.shape == expected.shape and np.allclose(got, weights * d_weights):
+            raise Mismatch(f"{what} is weights * d_weights, only the first term: every weight of a row also "
+                           "moves when one score moves (they sum to 1), so subtract the row's sum of "
+                           "weights * d_weights from d_weights first")
+        wrong_axis = weights * (d_weights - np.sum(d_weights * weights, axis=-2, keepdims=True))
+        if got.shape == expected.shape and np.allclose(got, wrong_axis):
+            raise Mismatch(f"{what}: you summed over axis -2; each row is its own softmax, so sum over the last axis")
+        expect_close(got, expected, what)

@@ -29,6 +29,15 @@ def scaled_scores(answer):
             raise Mismatch(f"for d_k={d_k} you divided by d_k; divide by its square root")
         if got.shape == raw.shape and np.allclose(got, raw):
             raise Mismatch(f"for d_k={d_k} the scores are not scaled: divide Q @ K.T by sqrt(d_k)")
+        for wrong_divisor, what in ((T_q, f"Q.shape[0] = T_q = {T_q}, the number of queries"),
+                                    (T_k, f"K.shape[0] = T_k = {T_k}, the number of keys")):
+            if got.shape == raw.shape and np.allclose(got, raw / np.sqrt(wrong_divisor)):
+                raise Mismatch(f"for d_k={d_k} you divided by the square root of {what}; d_k is the length of each "
+                               "query and key, Q.shape[-1]")
+        for fixed in (8, 64):  # sqrt(64) and 64 written as numbers: right for one d_k only
+            if d_k != fixed**2 and d_k != fixed and got.shape == raw.shape and np.allclose(got, raw / fixed):
+                raise Mismatch(f"for d_k={d_k} you divided by {fixed}, a fixed number: read d_k from the input "
+                               "(Q.shape[-1]) so the scaling follows it")
         expect_close(got, raw / np.sqrt(d_k), f"scaled_scores(Q, K) for Q ({T_q}, {d_k}), K ({T_k}, {d_k})")
 
 
@@ -55,6 +64,9 @@ def score_variance(answer):
         predicted = as_array(call(answer, d_k, sigma_q, sigma_k), "your prediction")
         if predicted.shape != ():
             raise Mismatch(f"return one number, got an array of shape {predicted.shape}")
+        if d_k > 1 and (sigma_q, sigma_k) != (1.0, 1.0) and np.isclose(float(predicted), d_k):
+            raise Mismatch(f"for sigma_q={sigma_q}, sigma_k={sigma_k} you predicted d_k = {d_k}: that holds for unit "
+                           f"variances only; {n_pairs} random pairs measure {measured:.4g}")
         if not np.isclose(float(predicted), measured, rtol=0.1):
             raise Mismatch(f"for d_k={d_k}, sigma_q={sigma_q}, sigma_k={sigma_k} you predicted "
                            f"{float(predicted):.4g}, but {n_pairs} random pairs measure {measured:.4g}")

@@ -2,7 +2,8 @@
 
 import numpy as np
 
-from helpers.checks._core import call, check_rng, exercise, expect_close
+from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+from helpers.checks._mistakes import same_numbers_other_order
 from helpers.checks._reference import multihead_loop
 
 
@@ -21,6 +22,7 @@ from helpers.checks._reference import multihead_loop
             *batch, T, d_model = X.shape
             return X.reshape(*batch, n_heads, T, d_model // n_heads)  # the right shape, the wrong numbers
     """,
+    forbid=("helpers.split_heads", "helpers.multihead.split_heads"),
 )
 def split_heads_batched(answer):
     rng = check_rng()
@@ -28,7 +30,11 @@ def split_heads_batched(answer):
         X = rng.normal(size=shape)
         d_head = shape[-1] // n_heads
         expected = np.stack([X[..., i * d_head:(i + 1) * d_head] for i in range(n_heads)], axis=-3)
-        expect_close(call(answer, X, n_heads), expected, f"split_heads_batched(X of shape {shape}, n_heads={n_heads})")
+        what = f"split_heads_batched(X of shape {shape}, n_heads={n_heads})"
+        got = as_array(call(answer, X, n_heads), what)
+        same_numbers_other_order(got, expected, what, "a reshape straight to (..., h, T, d_head) mixes tokens "
+                                 "into heads; reshape to (..., T, h, d_head) first, then swap axes -3 and -2")
+        expect_close(got, expected, what)
 
 
 @exercise(
@@ -46,13 +52,18 @@ def split_heads_batched(answer):
             *batch, n_heads, T, d_head = H.shape
             return H.reshape(*batch, T, n_heads * d_head)  # the right shape, the wrong numbers
     """,
+    forbid=("helpers.merge_heads", "helpers.multihead.merge_heads"),
 )
 def merge_heads_batched(answer):
     rng = check_rng()
     for shape in ((2, 6, 2), (2, 3, 5, 4), (3, 4, 2, 2, 3), (1, 3, 6)):
         H = rng.normal(size=shape)
         expected = np.concatenate([H[..., i, :, :] for i in range(shape[-3])], axis=-1)
-        expect_close(call(answer, H), expected, f"merge_heads_batched(H of shape {shape})")
+        what = f"merge_heads_batched(H of shape {shape})"
+        got = as_array(call(answer, H), what)
+        same_numbers_other_order(got, expected, what, "a reshape alone puts one head's tokens side by side; "
+                                 "swap axes -3 and -2 back to (..., T, h, d_head) first, then reshape")
+        expect_close(got, expected, what)
 
 
 @exercise(
@@ -92,6 +103,7 @@ def merge_heads_batched(answer):
             heads = np.einsum("hqk,hkd->hqd", weights, V)
             return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o
     """,
+    forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention"),
 )
 def multi_head_cross_attention(answer):
     rng = check_rng()
@@ -99,7 +111,23 @@ def multi_head_cross_attention(answer):
     for d_model, n_heads, mask in ((8, 2, None), (8, 2, causal), (12, 4, causal), (6, 1, None)):
         x, context = rng.normal(size=(3, d_model)), rng.normal(size=(5, d_model))
         W_q, W_k, W_v, W_o = (rng.normal(size=(d_model, d_model)) for _ in range(4))
-        expected = multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask)
-        got = call(answer, x, context, W_q, W_k, W_v, W_o, n_heads, mask)
+        weights = (x, context, W_q, W_k, W_v, W_o, n_heads)
         masked = "a (3, 5) causal mask" if mask is not None else "no mask"
-        expect_close(got, expected, f"multi_head_cross_attention with d_model={d_model}, n_heads={n_heads}, {masked}")
+        what = f"multi_head_cross_attention with d_model={d_model}, n_heads={n_heads}, {masked}"
+        got = as_array(call(answer, *weights, mask), what)
+        mistakes = [
+            (multihead_loop(x, x, *weights[2:]), "the keys and values come from x: in cross-attention only the "
+             "queries come from x; keys and values come from context"),
+            (multihead_loop(*weights, mask, project=False), "the heads are merged but W_o is not applied: "
+             "finish with concat @ W_o"),
+            (multihead_loop(*weights, mask, scale=1 / np.sqrt(d_model)), "each head's scores are divided by "
+             "sqrt(d_model); a head's queries and keys have d_head entries, so divide by sqrt(d_head)"),
+        ]
+        if mask is not None:
+            mistakes.append((multihead_loop(*weights), "the mask is not applied: set the scores where the mask "
+                             "is False to -np.inf before the softmax"))
+        expected = multihead_loop(*weights, mask)
+        for candidate, advice in mistakes:  # (a mistake that gives the right numbers here, e.g. h = 1, is no mistake)
+            if got.shape == candidate.shape and np.allclose(got, candidate) and not np.allclose(candidate, expected):
+                raise Mismatch(f"{what}: {advice}")
+        expect_close(got, expected, what)

@@ -55,6 +55,7 @@ def _table_variants(positions, d_model):
             table[:, 1::2] = np.cos(angles)
             return table
     """,
+    forbid=("helpers.sinusoidal_positional_encoding", "helpers.positional.sinusoidal_positional_encoding"),
 )
 def sinusoidal_table(answer):
     for positions, d_model in (([0, 3, 7, 100, 2], 8), (list(range(6)), 16), ([511, 40], 384)):
@@ -122,6 +123,7 @@ def added_length(answer):
             angle = position * theta
             return np.array([a * np.cos(angle) + b * np.sin(angle), -a * np.sin(angle) + b * np.cos(angle)])
     """,
+    forbid=("helpers.positional.apply_rotary",),
 )
 def rotate_pair(answer):
     for pair, position, theta in (((1.0, 0.0), 1, 1.0), ((0.3, -2.0), 7, 0.1), ((2.0, 1.0), 0, 1.0),

@@ -5,14 +5,12 @@ embedding + positions -> multi-head self-attention with the residual E' = E + de
 Taught in 08_training_a_tiny_transformer.
 """
 
-import math
-
 import numpy as np
 
 from helpers._validate import as_float_array, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention
 from helpers.multihead import merge_heads, split_heads
-from helpers.pretrained import gelu, layer_norm
+from helpers.pretrained import erf, gelu, layer_norm
 
 __all__ = ["embed_backward", "linear_backward", "gelu", "gelu_backward", "layer_norm", "layer_norm_backward",
            "self_attention", "self_attention_backward", "LN_EPS"]
@@ -73,9 +71,6 @@ def _check_same_shape(d_out, x):
     return d_out, x
 
 
-_ERF = np.frompyfunc(math.erf, 1, 1)
-
-
 def gelu_backward(d_out, x):
     """Gradient of gelu(x) = x Phi(x) w.r.t. x.
 
@@ -84,7 +79,7 @@ def gelu_backward(d_out, x):
     Taught in 08_training_a_tiny_transformer.
     """
     d_out, x = _check_same_shape(d_out, x)
-    Phi = 0.5 * (1.0 + _ERF(x / np.sqrt(2.0)).astype(x.dtype))  # the normal distribution's CDF
+    Phi = 0.5 * (1 + erf(x / np.sqrt(2.0)))  # the normal distribution's CDF
     phi = np.exp(-0.5 * x**2) / np.sqrt(2 * np.pi)  # and its density
     return d_out * (Phi + x * phi)
 

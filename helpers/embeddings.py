@@ -79,11 +79,17 @@ class TokenEmbeddings:
         self.vocab = [None] * len(vocab)
         for token, index in vocab.items():
             self.vocab[index] = token
-        # unit rows for nearest neighbours, in float32 whatever the table's dtype: a search ranks
-        # 30,522 cosines, and float32 does it at half the memory and time (3 digits are shown)
-        self._unit = unit_rows(table.astype(np.float32, copy=False))  # (vocab_size, d_model)
         # tokens a neighbour list should never show: special and unused slots
         self._hidden = np.array([t in self.SPECIAL or t.startswith("[unused") for t in self.vocab])
+
+    @functools.cached_property
+    def _unit(self):
+        """The table with unit rows, for nearest(): made on first use, as it costs another 45 MiB.
+
+        In float32 whatever the table's dtype: a search ranks 30,522 cosines, and float32 does it
+        at half the memory and time of float64 (3 digits are shown).
+        """
+        return unit_rows(self.table.astype(np.float32, copy=False))  # (vocab_size, d_model)
 
     def __repr__(self):
         return f"TokenEmbeddings(vocab_size={self.table.shape[0]}, d_model={self.table.shape[1]})"

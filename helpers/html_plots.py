@@ -76,5 +76,6 @@ def marked_rows(labels, query):
 
 
 def side_by_side(*parts):
-    """HTML pieces in one row, aligned at the top."""
-    return f'<div style="display:flex;align-items:flex-start">{"".join(parts)}</div>'
+    """HTML pieces in one row, aligned at the top; they wrap to a new line (or scroll) rather than run off the page."""
+    return (f'<div style="display:flex;flex-wrap:wrap;align-items:flex-start;max-width:100%;overflow-x:auto">'
+            f'{"".join(parts)}</div>')

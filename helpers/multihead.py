@@ -93,7 +93,9 @@ class MultiHeadAttention:
     def _project(self, x, W, b):
         # the parameters are float64; cast them so float32 in stays float32 out
         W = W.astype(x.dtype, copy=False)
-        out = x @ W  # (..., T, d_model) @ (d_model, d_model) -> (..., T, d_model)
+        # every token of every batch item as one row: one matmul, where (B, T, d) @ W makes B small ones
+        rows = x.reshape(-1, x.shape[-1]) @ W  # (B*T, d_model) @ (d_model, d_model) -> (B*T, d_model)
+        out = rows.reshape(*x.shape[:-1], W.shape[-1])  # (..., T, d_model)
         return out if b is None else out + b.astype(x.dtype, copy=False)
 
     def _check_input(self, x, name):

@@ -7,6 +7,7 @@ can put several side by side. End a plotting cell with plt.show() or `;`.
 import matplotlib.pyplot as plt
 import numpy as np
 
+from helpers._labels import place_labels
 from helpers.html_plots import MASKED, dark_ink
 
 
@@ -142,6 +143,8 @@ def arrows_2d(vectors, labels, *, ax=None, title=None):
 def labelled_scatter(points, labels, groups=None, *, ax=None, title=None):
     """A dot per point with its label next to it, coloured by group (with a legend).
 
+    Labels are placed where they overlap no other label and no dot (a thin line joins a label
+    pushed away from its dot to it).
     Shapes: points (n, 2); labels n strings; groups n group names (or None: one colour).
     """
     points = np.asarray(points, dtype=float)
@@ -151,13 +154,17 @@ def labelled_scatter(points, labels, groups=None, *, ax=None, title=None):
     if len(labels) != len(points) or len(groups) != len(points):
         raise ValueError(f"labels ({len(labels)}) and groups ({len(groups)}) need one entry per point; "
                          f"points has shape {points.shape}")
-    ax = _new_axes(ax, (6.5, 5))
+    ax = _new_axes(ax, (7.5, 5.5))
+    colors = [None] * len(points)
     for group in dict.fromkeys(groups):  # first-seen order, so the legend reads like the input
         rows = [i for i, g in enumerate(groups) if g == group]
         dots = ax.scatter(points[rows, 0], points[rows, 1], s=18, label=group)
         for i in rows:
-            ax.annotate(labels[i], points[i], xytext=(3, 3), textcoords="offset points", fontsize=8,
-                        color=dots.get_facecolor()[0])
+            colors[i] = dots.get_facecolor()[0]
+    span = np.ptp(points, axis=0) + 1e-9  # (2,): room around the dots for the labels
+    ax.set_xlim(points[:, 0].min() - 0.08 * span[0], points[:, 0].max() + 0.15 * span[0])
+    ax.set_ylim(points[:, 1].min() - 0.08 * span[1], points[:, 1].max() + 0.08 * span[1])
+    place_labels(ax, points, labels, colors)
     if len(set(groups)) > 1:
         ax.legend(fontsize=8, loc="best")
     if title:

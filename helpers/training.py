@@ -2,7 +2,8 @@
 and the toy "fetch the previous token" task with its one-layer attention model.
 
 Taught in 03_queries_keys_values (the model, its gradients, the gradient check, gradient descent);
-used again in 04_scaling (training with and without 1/sqrt(d_k)) and 08 (losses, Adam, the check).
+used again in 04_scaling (training with and without 1/sqrt(d_k)) and in 08_training_a_tiny_transformer
+(the losses, Adam and the gradient check).
 """
 
 import numpy as np
@@ -161,7 +162,7 @@ class Adam:
     Shapes: params, grads dicts name -> arrays of matching shapes.
     Math: m <- b1 m + (1 - b1) g;  v <- b2 v + (1 - b2) g^2;  W <- W - lr m_hat / (sqrt(v_hat) + eps)
           with m_hat = m / (1 - b1^t), v_hat = v / (1 - b2^t). step() updates `params` in place.
-    Written ahead of its notebook: to be taught in 08_training_a_tiny_transformer (03, 04 use plain descent).
+    Taught in 08_training_a_tiny_transformer (03 and 04 use plain gradient descent).
     """
 
     def __init__(self, params, lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8):

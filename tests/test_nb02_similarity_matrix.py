@@ -52,6 +52,32 @@ def test_sentence_explorer_redraws_both_heatmaps(emb, shown):
     assert "Type a sentence" in shown[-1]
 
 
+def test_sentence_explorer_says_when_a_long_sentence_is_cut(emb, shown):
+    long = "The bat flew out of the dark cave at night and the boy swung his baseball bat at a ball"
+    n_tokens = len(emb.tokenize(long))
+    assert n_tokens > widgets.MAX_TOKENS == 16
+    box = widgets.sentence_explorer(emb, long)
+    assert f"Only the first 16 of its {n_tokens} tokens are shown" in shown[-1]
+    assert shown[-1].count("<td") == 2 * 16 * 16
+    box.controls["sentence"].value = "The cat sat on the mat"
+    assert "Only the first" not in shown[-1]
+
+
+def test_side_by_side_wraps_instead_of_running_off_the_page():
+    from helpers import html_plots
+
+    markup = html_plots.side_by_side("<table>a</table>", "<table>b</table>")
+    assert "flex-wrap:wrap" in markup and "overflow-x:auto" in markup
+
+
+def test_temperature_sliders_show_their_whole_label(emb):
+    from helpers.widgets._explorer import ipw
+
+    for box in (widgets.softmax_explorer([1.0, 2.0]), widgets.sentence_explorer(emb), widgets.scaling_explorer()):
+        slider = box.controls["temperature"]
+        assert isinstance(slider, ipw.FloatLogSlider) and slider.style.description_width == "initial"
+
+
 def test_attention_without_weights_check_catches_a_column_softmax():
     def column_softmax(X):
         S = X @ X.T

@@ -36,6 +36,42 @@ def test_labelled_scatter_colours_by_group_in_input_order():
     assert sum(len(collection.get_offsets()) for collection in ax.collections) == 5
 
 
+def label_boxes(ax):
+    """The pixel boxes (x0, y0, x1, y1) of the scatter's point labels, without their leader lines.
+
+    (The legend's texts are not in ax.texts.)
+    """
+    ax.figure.canvas.draw()  # puts each annotation's text where it is drawn
+    renderer = ax.figure.canvas.get_renderer()
+    return [tuple(matplotlib.text.Text.get_window_extent(text, renderer).extents) for text in ax.texts]
+
+
+def overlapping_pairs(boxes):
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if min(boxes[i][2], boxes[j][2]) > max(boxes[i][0], boxes[j][0])
+            and min(boxes[i][3], boxes[j][3]) > max(boxes[i][1], boxes[j][1])]
+
+
+def test_labelled_scatter_labels_do_not_overlap_on_01s_pca_map(emb):
+    from helpers.embeddings import pca_2d
+
+    words = ["cat", "dog", "kitten", "puppy", "horse", "cow", "lion", "tiger", "king", "queen", "prince", "princess",
+             "man", "woman", "boy", "girl", "apple", "banana", "bread", "cheese", "pizza", "rice", "soup", "cake",
+             "paris", "london", "france", "germany", "berlin", "tokyo", "japan", "china", "one", "two", "three",
+             "four", "five", "six", "seven", "eight"]  # 01_embeddings' 40 words, in crowded groups
+    points = pca_2d(np.stack([emb.vector(word) for word in words]))
+    ax = plotting.labelled_scatter(points, words, [str(i // 8) for i in range(40)])
+    boxes = label_boxes(ax)
+    assert len(boxes) == 40 and overlapping_pairs(boxes) == []
+
+
+def test_labelled_scatter_spreads_the_labels_of_a_tight_cluster(rng):
+    spread = rng.random((20, 2))  # (20, 2) over the unit square
+    cluster = 0.5 + 0.005 * rng.standard_normal((6, 2))  # (6, 2): six points almost on one spot
+    ax = plotting.labelled_scatter(np.concatenate([spread, cluster]), [f"label {i}" for i in range(26)])
+    assert overlapping_pairs(label_boxes(ax)) == []
+
+
 def test_head_grid_draws_each_head_in_its_own_panel(rng):
     weights = rng.random(size=(5, 3, 4))
     axes = plotting.head_grid(weights, ["x", "y", "z"], ["a", "b", "c", "d"], ncols=3)

@@ -4,12 +4,14 @@ The reference (tests/data/minilm_reference.npz) was made by tests/data/make_mini
 in a scratch venv with torch; torch is not a dependency of the project.
 """
 
+import math
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from helpers.pretrained import gelu, layer_norm, load_minilm
+from helpers.pretrained import erf, gelu, layer_norm, load_minilm
+from helpers.pretrained.published import MODEL_CARD_EMBEDDINGS
 
 REFERENCE = np.load(Path(__file__).parent / "data" / "minilm_reference.npz")
 CASES = sorted(int(key.split("_")[1]) for key in REFERENCE.files if key.startswith("text_"))
@@ -21,7 +23,19 @@ def model():
 
 
 def test_reference_file_has_cases():
-    assert len(CASES) == 3
+    assert len(CASES) == 4
+
+
+def test_published_embeddings_are_the_reference_files():
+    texts = {str(REFERENCE[f"text_{i}"]): i for i in CASES}
+    assert set(MODEL_CARD_EMBEDDINGS) == {"This is an example sentence", "Each sentence is converted"}
+    for text, values in MODEL_CARD_EMBEDDINGS.items():
+        assert np.array_equal(np.float32(values), REFERENCE[f"embedding_{texts[text]}"])  # 9 digits: exact
+
+
+def test_model_card_sentences_match_the_published_embeddings(model):
+    ours = model.encode(list(MODEL_CARD_EMBEDDINGS))
+    np.testing.assert_allclose(ours, np.float32(list(MODEL_CARD_EMBEDDINGS.values())), atol=1e-6, rtol=0)
 
 
 @pytest.mark.parametrize("i", CASES)
@@ -63,6 +77,34 @@ def test_encode_takes_one_string_or_a_list(model):
     np.testing.assert_allclose(one[0], both[0], atol=1e-6)
 
 
+def test_float32_erf_against_math_erf_over_a_wide_range():
+    x = np.concatenate([np.linspace(-12, 12, 200_001), [0.0, 1e-30, -1e-30, 3.9, 40.0, -40.0]]).astype(np.float32)
+    got = erf(x)
+    assert got.dtype == np.float32
+    exact = np.array([math.erf(v) for v in x.astype(np.float64)])
+    assert np.abs(got - exact).max() < 4e-7  # measured 3.4e-7: 3 float32 steps (1.2e-7) near 1
+    assert np.all(np.abs(got) <= 1) and erf(np.float32([0.0]))[0] == 0
+    np.testing.assert_array_equal(erf(-x), -got)  # odd
+    assert np.isnan(erf(np.float32([np.nan]))[0])
+    np.testing.assert_allclose(erf(np.float32([np.inf, -np.inf])), [1, -1])
+
+
+def test_erf_keeps_float64_exact_and_float16_as_float16():
+    x = np.linspace(-5, 5, 1001)
+    np.testing.assert_array_equal(erf(x), [math.erf(v) for v in x])
+    assert erf(x.astype(np.float16)).dtype == np.float16
+
+
+def test_float32_gelu_against_the_exact_one():
+    x = np.linspace(-10, 10, 200_001).astype(np.float32)
+    exact = gelu(x.astype(np.float64))
+    got = gelu(x)
+    assert got.dtype == np.float32
+    error = np.abs(got - exact)
+    assert error.max() < 1.1e-6  # measured 9.9e-7, at x = 5.23: two float32 steps of gelu(x) = 5.23
+    assert error[x < 0].max() < 8e-7  # measured 7.5e-7: the 1 + erf(x) of a negative x loses digits
+
+
 def test_gelu_is_the_exact_erf_form():
     x = np.array([-3.0, -1.0, 0.0, 0.5, 2.0])
     # Phi(x) from its closed values: Phi(0) = 1/2, and x*Phi(x) - (-x)*Phi(-x) = x
@@ -79,3 +121,85 @@ def test_layer_norm_rows_have_mean_zero_and_unit_variance():
     y = layer_norm(x, np.ones(16), np.zeros(16))
     np.testing.assert_allclose(y.mean(axis=-1), 0, atol=1e-12)
     np.testing.assert_allclose(y.var(axis=-1), 1, atol=1e-9)
+
+
+# --- the batched model: padding, head masks, pooling ------------------------------------------------
+
+TEXTS = ["Attention is a novel idea.", "The cat sat on the mat.", "He swung the baseball bat with precision."]
+
+
+def test_a_padded_batch_gives_each_text_its_own_numbers(model):
+    out = model.run(TEXTS)
+    assert out.real.sum(axis=1).tolist() == [len(model.tokenize(t)) for t in TEXTS]
+    for i, text in enumerate(TEXTS):
+        T = out.real[i].sum()
+        np.testing.assert_allclose(out.states[i, :, :T], model.hidden_states(text), atol=2e-5)
+        np.testing.assert_allclose(out.weights[i, :, :, :T, :T], model.attentions(text), atol=1e-5)
+        assert np.all(out.states[i, :, T:] == 0)  # padding positions hold zeros
+        assert np.all(out.weights[i, :, :, T:] == 0) and np.all(out.weights[i, :, :, :, T:] == 0)
+
+
+def test_encode_does_not_depend_on_the_batch(model):
+    one_by_one = np.concatenate([model.encode(t) for t in TEXTS])
+    for batch_size in (1, 2, 32):
+        np.testing.assert_allclose(model.encode(TEXTS, batch_size=batch_size), one_by_one, atol=1e-6)
+
+
+def test_a_switched_off_head_has_zero_weights_and_changes_only_later_layers(model):
+    keep = np.ones((6, 12), dtype=bool)
+    keep[2, 5] = False
+    full, ablated = model.run(TEXTS), model.run(TEXTS, head_mask=keep)
+    assert np.all(ablated.weights[:, 2, 5] == 0)
+    np.testing.assert_array_equal(ablated.states[:, :3], full.states[:, :3])  # embeddings, layers 0 and 1
+    np.testing.assert_array_equal(ablated.weights[:, :2], full.weights[:, :2])
+    assert np.abs(ablated.states[:, 3] - full.states[:, 3]).max() > 1e-3  # layer 2's output moved
+
+
+def test_a_switched_off_head_is_its_output_removed(model):
+    # switching head h off = taking its columns of the concatenated heads out before W_o
+    text, layer, head = "The cat sat on the mat.", 1, 8
+    h = model.hidden_states(text)[layer]  # (T, 384): what enters the layer
+    attention = model.layers[layer]["attention"]
+    keep = np.ones(12, dtype=bool)
+    keep[head] = False
+    real = np.ones((1, len(h)), dtype=bool)
+    ours, _ = model.layer(layer, h[None], real, keep)
+    Q, K, V = (h @ W + b for W, b in ((attention.W_q, attention.b_q), (attention.W_k, attention.b_k),
+                                      (attention.W_v, attention.b_v)))
+    heads = []
+    for i in range(12):
+        cols = slice(32 * i, 32 * i + 32)
+        scores = Q[:, cols] @ K[:, cols].T / np.sqrt(32)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        heads.append(0 * V[:, cols] if i == head else weights / weights.sum(-1, keepdims=True) @ V[:, cols])
+    attended = np.concatenate(heads, axis=-1) @ attention.W_o + attention.b_o  # (T, 384)
+    layer_params = model.layers[layer]
+    x = layer_norm(h + attended, *layer_params["attention_norm"])
+    x = layer_norm(x + gelu(x @ layer_params["W_1"] + layer_params["b_1"]) @ layer_params["W_2"]
+                   + layer_params["b_2"], *layer_params["output_norm"])
+    np.testing.assert_allclose(ours[0], x, atol=2e-5)
+
+
+@pytest.mark.parametrize("head_mask", [np.ones((6, 11), dtype=bool), np.ones((6, 12)), [[True] * 12] * 5])
+def test_bad_head_mask_is_refused(model, head_mask):
+    with pytest.raises(ValueError, match=r"head_mask must be a bool array of shape \(6, 12\)"):
+        model.run(TEXTS, head_mask=head_mask)
+
+
+@pytest.mark.parametrize("texts", [[], [1, 2], None])
+def test_bad_texts_are_refused(model, texts):
+    with pytest.raises(TypeError, match="texts must be"):
+        model.run(texts)
+
+
+def test_a_text_longer_than_512_tokens_is_refused(model):
+    with pytest.raises(ValueError, match="at most 512"):
+        model.run(["word " * 600])
+
+
+def test_gelu_in_blocks_equals_gelu_of_each_piece(rng):
+    x = rng.normal(0, 3, size=(70, 1000)).astype(np.float32)  # 70,000 elements: three blocks of 32k
+    whole = gelu(x)
+    np.testing.assert_array_equal(whole, np.stack([gelu(row) for row in x]))
+    np.testing.assert_array_equal(gelu(x.T), whole.T)  # a non-contiguous input keeps its shape
+    np.testing.assert_array_equal(erf(x), np.stack([erf(row) for row in x]))

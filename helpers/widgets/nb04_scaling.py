@@ -44,7 +44,7 @@ def scaling_explorer(T=8, seed=0, d_k=64, temperature=1.0, scaled=False):
     controls = {
         "d_k": ipw.SelectionSlider(options=[2**i for i in range(11)], value=d_k, description="d_k"),
         "temperature": ipw.FloatLogSlider(value=temperature, base=10, min=-1, max=2, step=0.05,
-                                              description="temperature"),
+                                          description="temperature", style={"description_width": "initial"}),
         "scaled": ipw.Checkbox(value=scaled, description="divide by √d_k"),
     }
     labels = [f"key {j}" for j in range(T)]

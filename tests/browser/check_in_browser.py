@@ -4,6 +4,8 @@ nbval compares what the kernel printed; it cannot see what a learner sees. This 
 each notebook in the browser, clears its outputs, runs all cells and checks the page: no
 error output, every image loaded, every widget rendered, and each interactive explorer
 answers when one of its controls moves. A screenshot of each notebook goes to screenshots/.
+It also opens each notebook untouched and saves it: the file must not change (a notebook
+that JupyterLab rewrites on opening clashes with `git pull` once autosave has run).
 
 Run it with `make browser-test` (it installs chromium and playwright first). The file name
 does not start with test_, so the plain `pytest tests` of `make test` never collects it.
@@ -362,6 +364,13 @@ INSPECT_JS = """(path) => {
   return result;
 }"""
 
+# Training monitors (08): each progress bar's width, and the lines of each SVG curve drawn in a widget.
+LIVE_JS = """(path) => {
+  const node = window.__panel(path).content.node;
+  return {bars: [...node.querySelectorAll('.widget-hprogress .progress-bar')].map((bar) => bar.style.width),
+          curves: [...node.querySelectorAll('.widget-html svg')].map((svg) => svg.querySelectorAll('polyline').length)};
+}"""
+
 # The explorers on the page: a top-level widget view holding a control and an Output widget.
 EXPLORERS_JS = """(path) => {
   const panel = window.__panel(path);
@@ -537,6 +546,17 @@ def exercise_explorer(page, server, rel, index):
     return problems
 
 
+def live_training_problems(page, notebook, rel):
+    """A notebook that trains with a monitor: after Run All every bar is full and the curve has its lines."""
+    live = page.evaluate(LIVE_JS, rel)
+    problems = [f"a progress bar stopped at {width or '0%'} of its run" for width in live["bars"] if width != "100%"]
+    problems += ["a live curve (an SVG in a widget) has no line" for lines in live["curves"] if lines == 0]
+    if "training_monitor(" in notebook.read_text(encoding="utf-8") and not (live["bars"] and live["curves"]):
+        problems.append(f"the training monitor did not render: {len(live['bars'])} progress bars, "
+                        f"{len(live['curves'])} curves")
+    return problems
+
+
 def exercise_explorers(page, server, rel):
     """Every explorer in the notebook (a widget view with a control above an Output)."""
     explorers = page.evaluate(EXPLORERS_JS, rel)
@@ -594,6 +614,7 @@ def check_notebook(page, server, notebook, interface):
         except AssertionError:
             pass  # reported per image below
         problems += problems_on_page(page.evaluate(INSPECT_JS, rel))
+        problems += live_training_problems(page, notebook, rel)
         lap("checks")
         explorers, widget_problems = exercise_explorers(page, server, rel)
         problems += widget_problems
@@ -617,7 +638,42 @@ def check_notebook(page, server, notebook, interface):
     assert not problems, f"{interface} {notebook.name} (screenshot {shot}):\n  " + "\n  ".join(problems)
 
 
+DIRTY_JS = """(path) => window.__panel(path).context.model.dirty"""
+
+SAVE_JS = """async (path) => {
+  const app = window.jupyterapp, panel = window.__panel(path);
+  app.shell.activateById(panel.id);
+  await app.commands.execute('docmanager:save');
+  return panel.context.model.dirty;
+}"""
+
+
+def check_opening_leaves_notebook_alone(page, server, notebook):
+    """Open untouched, wait for the kernel, then save as a learner might: the file must not change."""
+    rel = notebook.relative_to(server.root_dir).as_posix()
+    original = notebook.read_bytes()
+    try:
+        page.add_init_script(PANEL_JS)
+        page.goto(f"{server.base}/lab/tree/{rel}?token={server.token}&reset")
+        page.wait_for_function(READY_JS, arg=rel, timeout=90_000, polling=250)
+        wait_until(lambda: server.kernel_state(rel) == "idle", timeout=90, what="the kernel to start")
+        page.wait_for_timeout(2000)  # anything JupyterLab rewrites on opening happens by now
+        assert not page.evaluate(DIRTY_JS, rel), (
+            f"{rel} is marked modified as soon as it opens: autosave would rewrite it (make execute tidies it)")
+        assert not page.evaluate(SAVE_JS, rel)
+        changed = notebook.read_bytes() != original
+    finally:
+        notebook.write_bytes(original)
+    assert not changed, f"saving the untouched {rel} in JupyterLab rewrote it: commit it as JupyterLab writes it"
+
+
 # --------------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
+def test_opening_a_notebook_leaves_it_unmodified(page, server, notebook):
+    check_opening_leaves_notebook_alone(page, server, notebook)
+
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)

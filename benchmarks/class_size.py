@@ -1,0 +1,300 @@
+"""How many learners one JupyterHub machine holds: memory per learner and time to first output, measured.
+
+    make class-size                                  (sets up .class-test like make class-test)
+    make class-size ARGS="--learners 1,5 --sections 1,2"
+
+It runs the class test's real hub (tests/classroom) and prints four tables:
+1. One learner opens every notebook in order, as a workshop goes. JupyterLab keeps a notebook's
+   kernel running after its tab is closed, so every kernel stays. After each notebook: the
+   kernel's memory (RSS; PSS, which splits shared pages among the processes sharing them; peak
+   RSS), its CPU seconds, what holds memory (open matplotlib figures, arrays of 1 MiB or more);
+   then Run All again in the same kernel, as learners do: memory must not keep growing.
+2. N learners start at the same moment: seconds to the first output of 00, to the end of 00 and
+   of 03, and the CPU seconds one learner's start costs (server, pull, 00).
+3. Culling, on a time scale shrunk 60x: jupyterhub-idle-culler stops the server of a learner who
+   left (and gives its memory back); jupyter_server's kernel culler shuts down the kernels of the
+   notebooks a learner has closed, and keeps the one open in their browser.
+4. Learners per machine (2/4/8 cores, 8/16/32 GB) from 1 and 2, and which limit binds.
+"""
+
+import argparse
+import json
+import statistics
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(ROOT / "tests" / "classroom"), str(ROOT / "deploy")]
+
+from class_link import nbgitpuller_link  # noqa: E402
+from hub import CLASS_DIR, REPO_NAME, Hub, cpu_seconds, memory, publish_workshop  # noqa: E402
+from learner import Learner  # noqa: E402
+
+NOTEBOOKS = sorted(p.name for p in (ROOT / "notebooks").glob("*.ipynb"))
+SETUP, TRAINING = "00_setup_check.ipynb", "03_queries_keys_values.ipynb"
+GIB = 1024  # MiB
+OS_RESERVE = 1 * GIB  # an assumption: the operating system and its services on a small VM
+START_BURST = 120  # seconds: everybody clicks the link at once, and 00 must have run for all of them by then
+
+# Run in a learner's kernel after a notebook: what keeps memory alive in its namespace.
+INSPECT = """
+import json as _json, sys as _sys
+def _arrays(value, depth=0):
+    if isinstance(value, type):
+        return []
+    if hasattr(value, "nbytes") and hasattr(value, "__array_interface__"):
+        return [value]
+    if depth < 2 and isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays(v, depth + 1)]
+    if depth < 2 and isinstance(value, dict):
+        return [a for v in value.values() for a in _arrays(v, depth + 1)]
+    if depth < 1 and hasattr(value, "__dict__"):
+        return [a for v in vars(value).values() for a in _arrays(v, depth + 1)]
+    return []
+_seen, _big = set(), []
+_names = [(sum(a.nbytes for a in _arrays(v)), k, v) for k, v in list(globals().items()) if not k.startswith("_")]
+for _n, _k, _v in sorted(_names, key=lambda t: -t[0]):  # an array two names share counts once, for the first
+    _new = {a.__array_interface__["data"][0]: a.nbytes for a in _arrays(_v)}
+    _size = sum(n for ptr, n in _new.items() if ptr not in _seen)
+    _seen |= set(_new)
+    if _size >= 2**20:
+        _big.append([_k, round(_size / 2**20, 1)])
+_plt = _sys.modules.get("matplotlib.pyplot")
+print(_json.dumps({"figures": len(_plt.get_fignums()) if _plt else 0, "big": _big[:4]}))
+"""
+
+
+def new_remote(state):
+    state.mkdir(parents=True)
+    return publish_workshop(state / "remote")
+
+
+def inspect(learner, kernel_id):
+    run = learner.execute(kernel_id, INSPECT)
+    text = "".join(o.get("text", "") for o in run.outputs if o["output_type"] == "stream")
+    return json.loads(text) if not run.error else {"figures": "?", "big": [["error", run.error]]}
+
+
+# --------------------------------------------------------------------------- 1. one learner, every notebook
+
+
+def one_learner(args):
+    state = CLASS_DIR / f"size-{int(time.time())}"
+    remote = new_remote(state)
+    rows = []
+    with Hub(state=state, user_env=args.user_env) as hub:
+        learner = Learner(hub.url, "learner1")
+        learner.arrive(nbgitpuller_link(hub.url, remote.as_uri()))
+        baseline = hub.learner_processes()["learner1"]
+        server_start = memory(baseline["server"])
+        for name in args.notebooks:
+            path = f"{REPO_NAME}/notebooks/{name}"
+            start = time.monotonic()
+            run = learner.run_notebook(path, save=False)
+            seconds = time.monotonic() - start
+            time.sleep(args.settle)
+            pid = hub.learner_processes()["learner1"]["kernels"][run.kernel_id]
+            first = memory(pid)
+            cpu = cpu_seconds(pid)
+            held = inspect(learner, run.kernel_id)
+            for _ in range(args.reruns):
+                again = learner.run_notebook(path, save=False, kernel_id=run.kernel_id)
+            time.sleep(args.settle)
+            second = memory(pid)
+            held_again = inspect(learner, run.kernel_id)
+            rows.append({"notebook": name, "seconds": seconds, "cpu": cpu, "errors": run.errors + again.errors,
+                         "first": first, "second": second, "held": held, "held_again": held_again})
+        procs = hub.learner_processes()["learner1"]
+        server = memory(procs["server"])
+        kernels = {kid: memory(pid) for kid, pid in procs["kernels"].items()}
+        overhead = hub.overhead()
+    return {"rows": rows, "server_start": server_start, "server": server, "kernels": kernels, "hub_pss": overhead}
+
+
+def print_one_learner(result):
+    print("\n1. One learner, every notebook in order, each in its own kernel (MiB; CPU and wall in seconds)")
+    print(f"{'notebook':<32}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS again':>11}"
+          f"{'figures':>9}  arrays of 1 MiB or more alive after the run")
+    for r in result["rows"]:
+        big = ", ".join(f"{k} {v}" for k, v in r["held"]["big"]) or "-"
+        figures = f"{r['held']['figures']}/{r['held_again']['figures']}"
+        print(f"{r['notebook']:<32}{r['seconds']:>6.1f}{r['cpu']:>6.1f}{r['first']['rss']:>7.0f}"
+              f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{r['second']['rss']:>11.0f}{figures:>9}  {big}")
+        if r["errors"]:
+            print(f"    errors: {r['errors']}")
+    server, kernels = result["server"], result["kernels"].values()
+    total_pss = server["pss"] + sum(k["pss"] for k in kernels)
+    print(f"server (jupyterhub-singleuser, JupyterLab): RSS {server['rss']:.0f}, PSS {server['pss']:.0f} "
+          f"(at start {result['server_start']['rss']:.0f})")
+    print(f"learner with all {len(result['kernels'])} kernels running: PSS {total_pss:.0f} MiB; "
+          f"hub and proxy: PSS {result['hub_pss']:.0f} MiB")
+    print("(figures: open after the first / last Run All; RSS again: after Run All again in the same kernel)")
+
+
+# --------------------------------------------------------------------------- 2. N learners at once
+
+
+def learners_at_once(n, args):
+    state = CLASS_DIR / f"size-{n}-{int(time.time())}"
+    remote = new_remote(state)
+    with Hub(state=state, user_env=args.user_env) as hub:
+        link = nbgitpuller_link(hub.url, remote.as_uri())
+        start_line = threading.Barrier(n)
+
+        def session(learner):
+            start_line.wait()
+            t0 = time.monotonic()
+            learner.arrive(link)
+            setup = learner.run_notebook(f"{REPO_NAME}/notebooks/{SETUP}", save=False)
+            setup_done = time.monotonic() - t0
+            procs = hub.learner_processes()[learner.name]
+            start_cpu = cpu_seconds(procs["server"], children=True) + cpu_seconds(procs["kernels"][setup.kernel_id])
+            training = learner.run_notebook(f"{REPO_NAME}/notebooks/{TRAINING}", save=False)
+            errors = setup.errors + training.errors
+            return {"first output": setup.first_output_at - t0, "00 done": setup_done,
+                    "03 done": time.monotonic() - t0, "start CPU": start_cpu, "errors": errors}
+
+        hub_cpu = hub.overhead_cpu()
+        with ThreadPoolExecutor(n) as pool:
+            results = list(pool.map(session, [Learner(hub.url, f"learner{i + 1}") for i in range(n)]))
+        hub_cpu = (hub.overhead_cpu() - hub_cpu) / n
+    for r in results:
+        r["start CPU"] += hub_cpu  # the hub's and the proxy's share of a start
+    return results
+
+
+def print_at_once(rounds):
+    print("\n2. N learners click the link at the same moment (seconds from the click; median / slowest)")
+    print(f"{'N':>4}{'first output of 00':>22}{'00 done':>16}{'03 done':>16}{'CPU s per start':>18}"
+          "   (CPU: hub, proxy, the learner's server with git, 00's kernel)")
+    for n, results in rounds.items():
+        cells = []
+        for key in ("first output", "00 done", "03 done"):
+            values = [r[key] for r in results]
+            cells.append(f"{statistics.median(values):>8.1f} / {max(values):>5.1f}")
+        cpu = statistics.median(r["start CPU"] for r in results)
+        print(f"{n:>4}{cells[0]:>22}{cells[1]:>16}{cells[2]:>16}{cpu:>18.1f}")
+        for r in results:
+            if r["errors"]:
+                print(f"    errors: {r['errors']}")
+
+
+# --------------------------------------------------------------------------- 3. culling
+
+
+def learner_pss(hub, name):
+    procs = hub.learner_processes().get(name)
+    if not procs:
+        return 0.0, 0
+    return memory(procs["server"])["pss"] + sum(memory(p)["pss"] for p in procs["kernels"].values()), \
+        len(procs["kernels"])
+
+
+def culling(args):
+    """Both cullers, 60x faster than a real hub: servers idle 60 s (a real hour), kernels idle 20 s (20 min).
+
+    One learner leaves after 00. The other works through 00-03, each notebook closed after its run,
+    then reads 03 with its tab open (a websocket connected) for 40 s, then runs cells again.
+    """
+    state = CLASS_DIR / f"size-cull-{int(time.time())}"
+    remote = new_remote(state)
+    with Hub(state=state, user_env=args.user_env, cull="60 5", kernel_cull="20 5", activity_interval=5) as hub:
+        link = nbgitpuller_link(hub.url, remote.as_uri())
+        leaving, staying = Learner(hub.url, "leaves"), Learner(hub.url, "stays")
+        leaving.arrive(link)
+        leaving.run_notebook(f"{REPO_NAME}/notebooks/{SETUP}", save=False)
+        left_at = time.monotonic()
+        freed = learner_pss(hub, "leaves")[0]
+        staying.arrive(link)
+        for name in [n for n in args.notebooks if n <= TRAINING]:
+            run = staying.run_notebook(f"{REPO_NAME}/notebooks/{name}", save=False)
+        worked = learner_pss(hub, "stays")
+        tab, session_id = staying._connect(run.kernel_id)  # 03 open in JupyterLab: a connected websocket
+        try:
+            time.sleep(40)  # reading, running nothing
+            read = learner_pss(hub, "stays")
+            tab_kernel_alive = run.kernel_id in hub.learner_processes()["stays"]["kernels"]
+            culled_after = None
+            while time.monotonic() - left_at < 240:
+                staying._execute(tab, session_id, 0, "x = 1", run)  # back at work in 03
+                if not {u["name"]: bool(u["servers"]) for u in hub.api("GET", "/users")}["leaves"]:
+                    culled_after = time.monotonic() - left_at
+                    break
+                time.sleep(3)
+            stays_running = {u["name"]: bool(u["servers"]) for u in hub.api("GET", "/users")}["stays"]
+        finally:
+            tab.close()
+    return {"culled_after": culled_after, "freed": freed, "stays_running": stays_running,
+            "worked": worked, "read": read, "tab_kernel_alive": tab_kernel_alive}
+
+
+def print_culling(result):
+    print("\n3. Culling, 60x faster than a real hub: jupyterhub-idle-culler --timeout=60 --cull-every=5 (servers;"
+          " activity reported every 5 s), MappingKernelManager.cull_idle_timeout=20 cull_interval=5 (kernels)")
+    when = f"{result['culled_after']:.0f} s" if result["culled_after"] is not None else "not within 240 s"
+    print(f"a learner who leaves after 00: server stopped {when} later, giving back PSS {result['freed']:.0f} MiB")
+    (pss_worked, n_worked), (pss_read, n_read) = result["worked"], result["read"]
+    print(f"a learner after 00-03: {n_worked} kernels, PSS {pss_worked:.0f} MiB; after 40 s reading 03 with its tab "
+          f"open: {n_read} kernel(s), PSS {pss_read:.0f} MiB, 03's kernel kept: {result['tab_kernel_alive']}; "
+          f"server still running at the end: {result['stays_running']}")
+
+
+# --------------------------------------------------------------------------- 4. the sizing table
+
+
+def sizing(one, rounds):
+    """Learners per machine: min(memory bound, CPU bound), with the numbers measured above."""
+    kernels = sorted((k["pss"] for k in one["kernels"].values()), reverse=True)
+    server = one["server"]["pss"]
+    per_learner = {"every kernel kept": server + sum(kernels), "two kernels": server + sum(kernels[:2])}
+    n_max = max(rounds)
+    start_cpu = statistics.median(r["start CPU"] for r in rounds[n_max])
+    print("\n4. Learners per machine = min(memory, CPU)")
+    print(f"memory per learner (PSS): {per_learner['every kernel kept']:.0f} MiB with every notebook's kernel "
+          f"left running, {per_learner['two kernels']:.0f} MiB with at most two (idle kernels shut down); "
+          f"reserved: {OS_RESERVE} MiB for the system + {one['hub_pss']:.0f} MiB hub and proxy")
+    print(f"CPU: one learner's start (server, pull, 00) costs {start_cpu:.1f} CPU s; everybody clicking the link "
+          f"at once must have run 00 within {START_BURST} s: learners <= cores x {START_BURST} / {start_cpu:.1f}")
+    print(f"{'cores':>5} {'RAM':>5}  {'all kernels kept':>24}  {'two kernels':>24}")
+    for cores in (2, 4, 8):
+        cpu_bound = int(cores * START_BURST / start_cpu)
+        for ram in (8, 16, 32):
+            free = ram * GIB - OS_RESERVE - one["hub_pss"]
+            cells = []
+            for per in per_learner.values():
+                mem_bound = int(free // per)
+                cells.append(f"{min(mem_bound, cpu_bound)} ({'memory' if mem_bound <= cpu_bound else 'CPU'} binds)")
+            print(f"{cores:>5} {ram:>3}GB  {cells[0]:>24}  {cells[1]:>24}")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--learners", default="1,5,10", help="class sizes that start at once (default 1,5,10)")
+    parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks for table 1 (default: all)")
+    parser.add_argument("--settle", type=float, default=2.0, help="seconds to wait before reading memory")
+    parser.add_argument("--reruns", type=int, default=1, help="Run All again this many times in each kernel")
+    parser.add_argument("--blas-threads", type=int, help="OPENBLAS_NUM_THREADS / OMP_NUM_THREADS for kernels")
+    parser.add_argument("--sections", default="1,2,3", help="which tables to measure (the sizing table needs 1 and 2)")
+    args = parser.parse_args()
+    args.notebooks = [n for n in args.notebooks.split(",") if n]
+    threads = args.blas_threads
+    args.user_env = {"OPENBLAS_NUM_THREADS": str(threads), "OMP_NUM_THREADS": str(threads)} if threads else {}
+    sections = set(args.sections.split(","))
+    print(f"hub: {CLASS_DIR}; kernels' BLAS threads: {threads or 'default'}")
+    if "1" in sections:
+        one = one_learner(args)
+        print_one_learner(one)
+    if "2" in sections:
+        rounds = {n: learners_at_once(n, args) for n in map(int, args.learners.split(","))}
+        print_at_once(rounds)
+    if "3" in sections:
+        print_culling(culling(args))
+    if {"1", "2"} <= sections:
+        sizing(one, rounds)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,137 @@
+"""What the heads of a real model do, measured: where their weight goes, their kinds, which matter.
+
+Also a word's vector layer by layer and its nearest tokens (the "bat" study).
+Taught in 09_attention_in_a_real_model.
+"""
+
+import numpy as np
+
+from helpers._validate import as_float_array
+from helpers.attention import entropy
+from helpers.embeddings import unit_rows
+
+TARGETS = ("[CLS]", "[SEP]", "previous", "next", "self")
+KINDS = TARGETS + ("broad", "mixed")
+
+
+def target_weights(weights):
+    """Each head's mean weight from a word to [CLS], [SEP], the previous word, the next word, itself.
+
+    For one unpadded text, [CLS] first and [SEP] last. The queries are the words between them;
+    "previous" and "next" count only neighbours that are words, not [CLS] or [SEP].
+    Shapes: weights (..., T, T) with T >= 4 -> (..., 5), in the order of TARGETS.
+    """
+    weights = as_float_array(weights, "weights", min_ndim=2)
+    T = weights.shape[-1]
+    if weights.shape[-2] != T or T < 4:
+        raise ValueError(f"weights must be (..., T, T) of one text with at least two words, T >= 4; "
+                         f"got shape {weights.shape}")
+    words = np.arange(1, T - 1)  # the queries: every token but [CLS] and [SEP]
+    return np.stack([
+        weights[..., words, 0].mean(axis=-1),  # to [CLS]
+        weights[..., words, T - 1].mean(axis=-1),  # to [SEP]
+        weights[..., words[1:], words[:-1]].mean(axis=-1),  # to the word before
+        weights[..., words[:-1], words[1:]].mean(axis=-1),  # to the word after
+        weights[..., words, words].mean(axis=-1),  # to itself
+    ], axis=-1)
+
+
+def head_profile(weights, real):
+    """Per head, the mean of target_weights over the texts, and how spread out its rows are.
+
+    spread = the words' attention entropy divided by its largest possible value, ln T:
+    0 = all weight on one key, 1 = the same weight on every key.
+    Shapes: weights (n, L, H, T, T) and real (n, T) as MiniLM.run returns them
+            -> {"[CLS]": (L, H), "[SEP]": ..., "previous": ..., "next": ..., "self": ..., "spread": (L, H)}.
+    """
+    weights = as_float_array(weights, "weights", min_ndim=5)
+    real = np.asarray(real, dtype=bool)
+    if real.shape != (weights.shape[0], weights.shape[-1]):
+        raise ValueError(f"real must have shape (n, T) = {(weights.shape[0], weights.shape[-1])} "
+                         f"for weights of shape {weights.shape}, got {real.shape}")
+    per_text, spread = [], []
+    for w, T in zip(weights, real.sum(axis=1), strict=True):
+        w = w[..., :T, :T]  # (L, H, T, T): this text without its padding
+        per_text.append(target_weights(w))  # (L, H, 5)
+        spread.append(entropy(w[..., 1:T - 1, :]).mean(axis=-1) / np.log(T))  # (L, H)
+    means = np.mean(per_text, axis=0)  # (L, H, 5)
+    return {**{name: means[..., i] for i, name in enumerate(TARGETS)}, "spread": np.mean(spread, axis=0)}
+
+
+def head_kinds(profile, threshold=0.5, broad=0.75):
+    """A kind per head: the target with at least `threshold` of the weight on average;
+    else "broad" if its spread is at least `broad`; else "mixed".
+
+    Shapes: a head_profile dict of (L, H) arrays -> (L, H) array of strings from KINDS.
+    """
+    means = np.stack([profile[name] for name in TARGETS], axis=-1)  # (L, H, 5)
+    best = np.array(TARGETS)[means.argmax(axis=-1)]  # (L, H)
+    kinds = np.where(profile["spread"] >= broad, "broad", "mixed")
+    return np.where(means.max(axis=-1) >= threshold, best, kinds).astype(object)
+
+
+def ablated_embeddings(model, sentences):
+    """The sentence embeddings with each head switched off in turn (the other 71 on).
+
+    A head is switched off by a per-head mask that lets it attend to nothing (05's fully masked
+    rows give zero weights): it adds nothing to its layer. The layers before it are unchanged,
+    so they are run once.
+    Shapes: n sentences -> (L, H, n, d_model); [l, h] is the model without layer l's head h.
+    """
+    _, ids, real = model.batch(sentences)
+    n, H = len(ids), model.n_heads
+    h = model.embed(ids, real)  # (n, T, d)
+    inputs = []  # what enters each layer in the full model
+    for i in range(model.n_layers):
+        inputs.append(h)
+        h, _ = model.layer(i, h, real)
+    real_12 = np.tile(real, (H, 1))  # (12 n, T): the texts once per switched-off head
+    keep = np.repeat(~np.eye(H, dtype=bool), n, axis=0)  # (12 n, 12): copy j of the texts lacks head j
+    out = np.empty((model.n_layers, H, n, model.d_model), dtype=model.dtype)
+    for layer in range(model.n_layers):
+        h = np.tile(inputs[layer], (H, 1, 1))  # (12 n, T, d)
+        h, _ = model.layer(layer, h, real_12, keep)
+        for later in range(layer + 1, model.n_layers):
+            h, _ = model.layer(later, h, real_12)
+        out[layer] = model.pool(h, real_12).reshape(H, n, -1)
+    return out
+
+
+def token_states(output, word):
+    """Every layer's vector of the first token `word` (or `word` + "s") in each text.
+
+    Shapes: an Output of MiniLM.run for n texts -> (n, L + 1, d_model).
+    """
+    rows = []
+    for i, tokens in enumerate(output.tokens):
+        found = [j for j, t in enumerate(tokens) if t in (word, word + "s")]
+        if not found:
+            raise ValueError(f"text {i} has no token {word!r}: its tokens are {tokens}")
+        rows.append(output.states[i, :, found[0]])  # (L + 1, d)
+    return np.stack(rows)
+
+
+def mean_cosine(A, B=None):
+    """The mean cosine between the rows of A and of B (between different rows of A if B is None).
+
+    Shapes: A (n, d), B (m, d) -> a number.
+    """
+    A = unit_rows(as_float_array(A, "A", min_ndim=2))
+    if B is None:
+        n = len(A)
+        cosines = A @ A.T  # (n, n)
+        return float((cosines.sum() - np.trace(cosines)) / (n * (n - 1)))
+    return float(np.mean(A @ unit_rows(as_float_array(B, "B", min_ndim=2)).T))
+
+
+def nearest(vector, vectors, labels, k=5):
+    """The k labels whose vectors have the highest cosine with `vector`, best first.
+
+    Shapes: vector (d,), vectors (m, d), labels m strings -> a list of k (label, cosine).
+    """
+    vectors = as_float_array(vectors, "vectors", min_ndim=2)
+    if len(labels) != len(vectors):
+        raise ValueError(f"got {len(labels)} labels for {len(vectors)} vectors (shape {vectors.shape})")
+    cosines = unit_rows(vectors) @ unit_rows(as_float_array(vector, "vector"))  # (m, d) @ (d,) -> (m,)
+    top = np.argsort(-cosines, kind="stable")[:k]
+    return [(labels[i], float(cosines[i])) for i in top]

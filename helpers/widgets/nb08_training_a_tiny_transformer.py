@@ -1,0 +1,164 @@
+"""Widgets of 08_training_a_tiny_transformer: a training monitor (progress bars and a live loss curve,
+drawn as SVG so they work in JupyterLab, Notebook 7 and Colab alike) and the masked-word explorer."""
+
+import html
+
+import numpy as np
+
+from helpers import grammar, html_plots
+from helpers import tiny_model as tm
+from helpers.widgets._explorer import explorer, ipw, show_html
+
+__all__ = ["loss_curve_svg", "training_monitor", "explain_masked_word", "masked_word_explorer"]
+
+COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
+
+
+def loss_curve_svg(curves, steps, width=480, height=200):
+    """Loss curves as an SVG line chart: x is the training step (0 to steps), y the loss (0 to the largest).
+
+    Shapes: curves {name: list of (step, loss)}, steps int -> str.
+    Taught in 08_training_a_tiny_transformer.
+    """
+    left, right, top, bottom = 44, 130, 10, 28  # margins for the axis labels and the legend
+    plot_w, plot_h = width - left - right, height - top - bottom
+    y_max = max([loss for points in curves.values() for _, loss in points] + [1e-9]) * 1.05
+
+    def xy(step, loss):
+        return f"{left + plot_w * step / steps:.1f},{top + plot_h * (1 - loss / y_max):.1f}"
+
+    parts = [f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>']
+    for value in (0, y_max / 2, y_max / 1.05):
+        y = top + plot_h * (1 - value / y_max)
+        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="10">{value:.2f}</text>')
+    for step in (0, steps // 2, steps):
+        parts.append(f'<text x="{left + plot_w * step / steps:.1f}" y="{height - 14}" text-anchor="middle" '
+                     f'font-size="10">{step}</text>')
+    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 2}" text-anchor="middle" font-size="10">step</text>')
+    for i, (name, points) in enumerate(curves.items()):
+        colour = COLOURS[i % len(COLOURS)]
+        if points:
+            line = " ".join(xy(step, loss) for step, loss in points)
+            parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
+        parts.append(f'<text x="{left + plot_w + 8}" y="{top + 14 + 14 * i}" font-size="11" fill="{colour}">'
+                     f"{html.escape(name)}</text>")
+    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'font-family="sans-serif">{"".join(parts)}</svg>')
+
+
+def training_monitor(runs, steps, every=10):
+    """A progress bar per training run and one loss curve for all of them, updated as training goes.
+
+    Returns a VBox with .callback(run), a callback(step, loss) for tiny_model.train, and .curves
+    {run: [(step, mean loss of the last `every` steps), ...]}.
+    Taught in 08_training_a_tiny_transformer.
+    """
+    label_style = ipw.Layout(width="120px")
+    bars = {run: ipw.IntProgress(min=0, max=steps, value=0) for run in runs}
+    status = {run: ipw.Label("waiting") for run in runs}
+    curves, recent = {run: [] for run in runs}, {run: [] for run in runs}
+    chart = ipw.HTML(loss_curve_svg(curves, steps))
+    rows = [ipw.HBox([ipw.Label(run, layout=label_style), bars[run], status[run]]) for run in runs]
+    box = ipw.VBox([*rows, chart])
+
+    def callback(run):
+        def on_step(step, loss):
+            recent[run].append(loss)
+            if (step + 1) % every == 0 or step + 1 == steps:
+                curves[run].append((step + 1, float(np.mean(recent[run]))))
+                recent[run].clear()
+                bars[run].value = step + 1
+                status[run].value = f"step {step + 1} of {steps}, loss {curves[run][-1][1]:.3f}"
+                chart.value = loss_curve_svg(curves, steps)
+
+        return on_step
+
+    box.callback, box.curves = callback, curves
+    return box
+
+
+def explain_masked_word(words, position):
+    """What the grammar says about the hidden word: (text, position of the word that fixes it or None).
+
+    Taught in 08_training_a_tiny_transformer.
+    """
+    try:
+        sentence = grammar.parse(words)
+    except ValueError as exc:
+        return f"not a sentence of the grammar ({exc}); the model answers anyway", None
+    fixer = grammar.determining_position(sentence, position)
+    if fixer is None:
+        return f"the grammar allows several words here: {words[position]!r} is one of them", None
+    role = "verb" if position == sentence.verb else "subject"
+    return (f"the grammar says {words[position]!r}: the {role} is fixed by {words[fixer]!r} "
+            f"(word {fixer}, {abs(fixer - position)} away)"), fixer
+
+
+def _word_options(words):
+    return [(f"{i}: {word}", i) for i, word in enumerate(words)]
+
+
+def _default_word(words):
+    """The verb if the words are a sentence of the grammar, else the last word."""
+    try:
+        return grammar.parse(words).verb
+    except ValueError:
+        return len(words) - 1
+
+
+def masked_word_explorer(params, config, sentences):
+    """Pick or type a sentence and the word to hide: the model's top 5 guesses and each head's attention row.
+
+    Shapes: params and config of a tiny_model; sentences a list of Sentence offered in the menu.
+    Taught in 08_training_a_tiny_transformer.
+    """
+    options = [" ".join(s.words) for s in sentences]
+    first = options[0].split()
+    controls = {
+        "sentence": ipw.Combobox(value=options[0], options=options, description="sentence", ensure_option=False,
+                                 continuous_update=False, layout=ipw.Layout(width="560px")),
+        "word": ipw.Dropdown(options=_word_options(first), value=_default_word(first), description="hide word"),
+    }
+    refresh = []  # the explorer's redraw, known once it is built
+
+    def new_sentence(change):  # runs before the redraw: new word choices, without a redraw of their own
+        words = change["new"].split()
+        if words:
+            controls["word"].unobserve(refresh[0], names="value")
+            controls["word"].options = _word_options(words)
+            controls["word"].value = _default_word(words)
+            controls["word"].observe(refresh[0], names="value")
+
+    def draw(sentence, word):
+        words = sentence.split()
+        unknown = [w for w in words if w not in grammar.WORD_ID or w in (grammar.PAD, grammar.MASK)]
+        if not words or unknown:
+            show_html(f"<p>Unknown words {html.escape(str(unknown))}: use words of the grammar, "
+                      f"{html.escape(', '.join(grammar.VOCAB[2:]))}.</p>")
+            return
+        position = min(word, len(words) - 1)
+        probabilities, weights = tm.predict(params, config, words, position)
+        top = np.argsort(probabilities)[::-1][:5]
+        guesses = html_plots.bars(probabilities[top], [grammar.VOCAB[i] for i in top],
+                                  f"<b>top 5 guesses for word {position}</b>", "#2ca02c")
+        text, fixer = explain_masked_word(words, position)
+        keys = [grammar.MASK if i == position else w + (" ★" if i == fixer else "") for i, w in enumerate(words)]
+        rows = "" if weights is None else html_plots.heatmap(
+            weights, [f"head {h}" for h in range(len(weights))], keys, title="where the hidden word looks",
+            cmap="Blues", vmin=0, vmax=1)
+        show_html(html_plots.side_by_side(guesses, rows) + f"<p>{html.escape(text)}</p>")
+
+    controls["sentence"].observe(new_sentence, names="value")
+    box = explorer(controls, draw)
+    refresh.append(box.refresh)
+    return box
+
+
+def demos():
+    """masked_word_explorer on an untrained model and a few sentences of the grammar."""
+    config = tm.Config()
+    _, test = grammar.make_corpus(50, 5, rng=0)
+    box = masked_word_explorer(tm.init_params(config, rng=0), config, test)
+    yield "masked_word_explorer (08)", box, [("word", 0), ("sentence", " ".join(test[2].words)),
+                                             ("sentence", "the cows near the cat moo"), ("word", 1),
+                                             ("sentence", "the cat purrs")]

@@ -1,0 +1,104 @@
+"""Explorer of 09_attention_in_a_real_model: any sentence through the real model, one head or a whole layer."""
+
+import functools
+import html
+
+import numpy as np
+from matplotlib.colors import to_hex
+
+from helpers import html_plots
+from helpers.head_views import HEAD_COLORS, hide_tokens
+from helpers.widgets._explorer import explorer, ipw, show_html
+
+__all__ = ["lines_svg", "attention_explorer"]
+
+MAX_TOKENS = 40  # a longer sentence is cut, and the explorer says so
+
+
+def lines_svg(weights, labels, heads, *, min_weight=0.05, row_height=18):
+    """Heads of one layer as lines from query (left) to key (right), as an inline SVG string.
+
+    Width and opacity grow with the weight relative to the largest weight drawn; a colour per head.
+    Shapes: weights (H, T, T); labels T strings; heads the head numbers to draw -> str.
+    """
+    weights = np.asarray(weights, dtype=float)
+    T = len(labels)
+    if weights.ndim != 3 or weights.shape[1:] != (T, T):
+        raise ValueError(f"weights must be (H, T, T) with T = len(labels) = {T}, got {weights.shape}")
+    top = max(float(weights[list(heads)].max()), 1e-12) if T else 1.0
+    width, left, right = 420, 120, 300
+    y = 14 + row_height * np.arange(T)  # (T,)
+    lines = []
+    for h in heads:
+        color = to_hex(HEAD_COLORS[h % len(HEAD_COLORS)])
+        for i, j in zip(*np.nonzero(weights[h] / top >= min_weight), strict=True):
+            w = weights[h, i, j] / top
+            lines.append(f'<line x1="{left}" y1="{y[i]}" x2="{right}" y2="{y[j]}" stroke="{color}" '
+                         f'stroke-width="{0.5 + 5 * w:.1f}" stroke-opacity="{0.15 + 0.8 * w:.2f}"/>')
+    text = "".join(f'<text x="{left - 6}" y="{y[i] + 4}" text-anchor="end">{html.escape(label)}</text>'
+                   f'<text x="{right + 6}" y="{y[i] + 4}">{html.escape(label)}</text>'
+                   for i, label in enumerate(labels))
+    height = 14 + row_height * T
+    return (f'<svg width="{width}" height="{height}" style="font:12px sans-serif">'
+            f'{"".join(lines)}{text}</svg>')
+
+
+def _legend(heads):
+    """A colour swatch and name per head drawn. -> str"""
+    items = "".join(f'<span style="white-space:nowrap;margin-right:8px"><span style="display:inline-block;'
+                    f'width:12px;height:4px;margin:0 3px 3px 0;background:{to_hex(HEAD_COLORS[h % len(HEAD_COLORS)])}">'
+                    f"</span>head {h}</span> " for h in heads)
+    return f'<div style="max-width:420px;font:11px sans-serif">{items}</div>'
+
+
+def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=2):
+    """Type a sentence, pick a layer and a head; see that head's lines and weights, or all heads of the layer.
+
+    "hide [CLS] / [SEP]" drops those two tokens, so the rest of the weight becomes visible
+    (lines are scaled to the largest weight drawn; the rows no longer sum to 1).
+    """
+    @functools.lru_cache(maxsize=32)
+    def run(text):
+        return model.tokenize(text), model.attentions(text)  # T strings, (6, 12, T, T)
+
+    controls = {
+        "sentence": ipw.Text(value=sentence, description="sentence", continuous_update=False,
+                             layout=ipw.Layout(width="460px")),
+        "layer": ipw.IntSlider(value=layer, min=0, max=model.n_layers - 1, description="layer"),
+        "head": ipw.IntSlider(value=head, min=0, max=model.n_heads - 1, description="head"),
+        "view": ipw.ToggleButtons(options=["one head", "whole layer"], value="one head", description="view"),
+        "hide_special": ipw.Checkbox(value=False, description="hide [CLS] / [SEP]"),
+    }
+
+    def draw(sentence, layer, head, view, hide_special):
+        try:
+            tokens, weights = run(sentence)
+        except ValueError as exc:  # longer than the model's 512 positions
+            show_html(f"<p>{html.escape(str(exc))}</p>")
+            return
+        note = ""
+        if len(tokens) > MAX_TOKENS:
+            note = f"<p>This sentence has {len(tokens)} tokens: the picture shows the first {MAX_TOKENS}.</p>"
+            tokens, weights = tokens[:MAX_TOKENS], weights[..., :MAX_TOKENS, :MAX_TOKENS]
+        weights = weights[layer]  # (12, T, T)
+        if hide_special:
+            weights, tokens = hide_tokens(weights, tokens)
+        heads = [head] if view == "one head" else list(range(model.n_heads))
+        what = f"layer {layer}, head {head}" if view == "one head" else f"layer {layer}, all {model.n_heads} heads"
+        title = f"<b>{html.escape(what)}</b>: query (left) → key (right)"
+        picture = f"<div>{title}{lines_svg(weights, tokens, heads)}{_legend(heads)}</div>"
+        table = ""
+        if view == "one head" and tokens:
+            table = html_plots.heatmap(weights[head], tokens, tokens, title=what, cmap="Blues", vmin=0)
+        show_html(note + html_plots.side_by_side(picture, table))
+
+    return explorer(controls, draw)
+
+
+def demos():
+    """attention_explorer on the real model (needs the weights package)."""
+    from helpers.pretrained import load_minilm
+
+    box = attention_explorer(load_minilm())
+    yield "attention_explorer (09)", box, [("layer", 1), ("head", 8), ("view", "whole layer"),
+                                           ("hide_special", True), ("sentence", "Attention is a novel idea.")]

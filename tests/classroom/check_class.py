@@ -1,0 +1,276 @@
+"""A whole class on one real JupyterHub: `make class-test` (LEARNERS=N, default 5).
+
+The hub is JupyterHub from PyPI with its dummy login and one local process per learner, behind
+configurable-http-proxy from npm; the learners' environment is built from this repository's
+requirement files only (requirements.txt, requirements-weights.txt, requirements-hub.txt).
+A git repository made from this work tree is the "remote" nbgitpuller clones.
+
+1. N learners start at the same moment. Each logs in, starts a server, clicks the nbgitpuller
+   link, runs 00_setup_check and 03_queries_keys_values (a widget and training) cell by cell
+   through the kernel's websocket, saves both with their outputs (as autosave does), changes a
+   line of an exercise cell in 03 and keeps a notebook of their own.
+2. The instructor commits a fix to a notebook nobody opened and, in 03, to a markdown cell, to a
+   code cell whose outputs the learners' run changed, and to the very line the learners changed.
+   Every learner clicks the link again: the untouched notebook has the fix, every learner's work
+   is what it was except where the fixes merged in (the code cell gets the instructor's code and
+   keeps the learner's outputs), the learner's line wins over the instructor's, nothing is
+   left conflicted.
+3. A learner who wants the fixed 03 renames their copy and clicks again: nbgitpuller restores it.
+
+The file name does not start with test_, so `make test` never collects it. Settings:
+LEARNERS (default 5), CLASS_TEST_KEEP=1 keeps the hub's folder (.class-test/run-*) to look at.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import nbformat
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy"))
+
+from class_link import nbgitpuller_link  # noqa: E402
+from hub import CLASS_DIR, GIT_ID, REPO_NAME, ROOT, Hub, git, memory, publish_workshop  # noqa: E402
+from learner import Learner  # noqa: E402
+
+LEARNERS = int(os.environ.get("LEARNERS", "5"))
+NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
+SETUP, TRAINING = "00_setup_check", "03_queries_keys_values"  # 03: a widget and a training loop
+UNTOUCHED = next(n for n in NAMES if n not in (SETUP, TRAINING))  # nobody opens it
+OWN_NOTEBOOK = "my_notes.ipynb"  # a notebook a learner makes, next to the workshop's
+FIX = "Corrected during the workshop."
+INSTRUCTOR_LINE = "  # the instructor's corrected line\n"
+
+
+def nb_path(name):
+    return f"{REPO_NAME}/notebooks/{name}.ipynb"
+
+
+def code_source(cell):
+    return "".join(cell["source"]) if isinstance(cell["source"], list) else cell["source"]
+
+
+def exercise_cell(notebook):
+    """Index of the first exercise stub (a code cell that raises NotImplementedError)."""
+    return next(i for i, c in enumerate(notebook["cells"])
+                if c["cell_type"] == "code" and "raise NotImplementedError" in code_source(c))
+
+
+def with_first_line(source, suffix):
+    first, _, rest = source.partition("\n")
+    return first + suffix.rstrip("\n") + "\n" + rest
+
+
+class Classroom:
+    """What the three steps share: the hub, the remote, the learners and what they measured."""
+
+    def __init__(self, hub, remote):
+        self.hub, self.remote = hub, remote
+        self.link = nbgitpuller_link(hub.url, remote.as_uri(), notebook=f"notebooks/{SETUP}.ipynb")
+        self.learners = [Learner(hub.url, f"learner{i + 1}") for i in range(LEARNERS)]
+        self.times = {}  # learner -> {phase: seconds since all started}
+        self.memory = {}  # learner -> {process: memory()}
+        self.before_update = {}  # learner -> {relative path: bytes}
+        self.step_done = set()
+
+    def home(self, learner):
+        return self.hub.state / "home" / learner.name / REPO_NAME
+
+
+class Report:
+    """Prints the measured times and memory after pytest's summary."""
+
+    def __init__(self, classroom):
+        self.room = classroom
+
+    def pytest_terminal_summary(self, terminalreporter):
+        room = self.room
+        if room.times:
+            terminalreporter.section(f"class test: {LEARNERS} learners starting at once (seconds from the start)")
+            phases = ["server ready", "pulled", "first output", f"{SETUP} done", f"{TRAINING} done"]
+            columns = [(p, max(14, len(p) + 2)) for p in phases]
+            terminalreporter.write_line(f"{'learner':<10}" + "".join(f"{p:>{w}}" for p, w in columns))
+            for name, times in sorted(room.times.items()):
+                terminalreporter.write_line(f"{name:<10}" + "".join(f"{times.get(p, float('nan')):>{w}.1f}"
+                                                                    for p, w in columns))
+        if room.memory:
+            terminalreporter.section("memory per learner after both notebooks, both kernels running (MiB)")
+            terminalreporter.write_line(f"{'learner':<10}{'process':<36}{'RSS':>8}{'PSS':>8}{'peak RSS':>10}")
+            for name, procs in sorted(room.memory.items()):
+                for proc, mem in procs.items():
+                    terminalreporter.write_line(f"{name:<10}{proc:<36}{mem['rss']:>8.0f}{mem['pss']:>8.0f}"
+                                                f"{mem['peak']:>10.0f}")
+                total = {k: sum(m[k] for m in procs.values()) for k in ("rss", "pss")}
+                terminalreporter.write_line(f"{name:<10}{'total':<36}{total['rss']:>8.0f}{total['pss']:>8.0f}")
+
+
+@pytest.fixture(scope="module")
+def room(request):
+    state = Path(CLASS_DIR / f"run-{os.getpid()}-{int(time.time())}")
+    state.mkdir(parents=True)
+    remote = publish_workshop(state / "remote")
+    with Hub(state=state, keep_state=os.environ.get("CLASS_TEST_KEEP") == "1") as hub:
+        classroom = Classroom(hub, remote)
+        request.config.pluginmanager.register(Report(classroom), "class-test-report")
+        yield classroom
+
+
+# --------------------------------------------------------------------------- 1. the class works
+
+
+def learner_session(room, learner, start_line):
+    start_line.wait()
+    t0 = time.monotonic()
+    learner.arrive(room.link)
+    setup = learner.run_notebook(nb_path(SETUP))
+    setup_done = time.monotonic()
+    training = learner.run_notebook(nb_path(TRAINING))
+    training_done = time.monotonic()
+    room.times[learner.name] = {
+        "server ready": learner.marks["server ready"] - t0, "pulled": learner.marks["pulled"] - t0,
+        "first output": setup.first_output_at - t0, f"{SETUP} done": setup_done - t0,
+        f"{TRAINING} done": training_done - t0,
+    }
+    # the learner's own work: a changed line in an exercise cell, and a notebook of their own
+    notebook = learner.read_notebook(nb_path(TRAINING))
+    cell = notebook["cells"][exercise_cell(notebook)]
+    cell["source"] = with_first_line(code_source(cell), f"  # {learner.name}'s attempt")
+    learner.save_notebook(nb_path(TRAINING), notebook)
+    own = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(f"{learner.name}'s notes")])
+    learner.save_notebook(f"{REPO_NAME}/{OWN_NOTEBOOK}", json.loads(nbformat.writes(own)))
+    return setup, training
+
+
+def test_every_learner_runs_the_notebooks_on_one_hub(room):
+    start_line = threading.Barrier(LEARNERS)
+    with ThreadPoolExecutor(LEARNERS) as pool:
+        futures = [pool.submit(learner_session, room, learner, start_line) for learner in room.learners]
+        runs = [future.result() for future in futures]  # re-raises a learner's failure
+    kernels = {}  # learner -> {kernel id: notebook}
+    for learner, (setup, training) in zip(room.learners, runs, strict=True):
+        kernels[learner.name] = {setup.kernel_id: SETUP, training.kernel_id: TRAINING}
+        for run in (setup, training):
+            assert not run.errors, f"{learner.name}: {run.path}: {run.errors}"
+            n_code = sum(c["cell_type"] == "code" for c in learner.read_notebook(run.path)["cells"])
+            assert len(run.cells) == n_code, f"{learner.name}: {run.path} ran {len(run.cells)} of {n_code} cells"
+        widget_shown = any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                           for c in training.cells for o in c.outputs)
+        assert widget_shown, f"{learner.name}: {TRAINING} showed no widget"
+    for name, procs in room.hub.learner_processes().items():
+        assert set(procs["kernels"]) == set(kernels[name]), f"{name}: kernels {procs['kernels']}"
+        room.memory[name] = {"server": memory(procs["server"])}
+        for kernel_id, pid in procs["kernels"].items():
+            room.memory[name][f"kernel of {kernels[name][kernel_id]}"] = memory(pid)
+    assert sorted(room.memory) == sorted(learner.name for learner in room.learners)
+    for learner in room.learners:
+        home = room.home(learner)
+        room.before_update[learner.name] = {str(p.relative_to(home)): p.read_bytes()
+                                            for p in home.rglob("*") if p.is_file() and ".git" not in p.parts}
+    room.step_done.add(1)
+
+
+# --------------------------------------------------------------------------- 2. a fix mid-workshop
+
+
+def instructor_fixes(remote, learners_copy):
+    """Commit fixes: to a notebook nobody opened; in 03, to a markdown cell, to the first line of a code
+    cell whose outputs the learners' run changed, and to the very line the learners changed."""
+    untouched = nbformat.read(remote / "notebooks" / f"{UNTOUCHED}.ipynb", as_version=4)
+    first_markdown = next(c for c in untouched.cells if c.cell_type == "markdown")
+    first_markdown.source += f"\n\n{FIX}"
+    nbformat.write(untouched, remote / "notebooks" / f"{UNTOUCHED}.ipynb")
+
+    training = nbformat.read(remote / "notebooks" / f"{TRAINING}.ipynb", as_version=4)
+    exercise = exercise_cell(training)
+    last_markdown = max(i for i, c in enumerate(training.cells) if c.cell_type == "markdown")
+    assert last_markdown > exercise + 2, "the markdown fix must be cells away from the learners' line"
+    training.cells[last_markdown].source += f"\n\n{FIX}"
+    rerun = [i for i, (ours, theirs) in enumerate(zip(training.cells, learners_copy.cells, strict=True))
+             if ours.cell_type == "code" and abs(i - exercise) > 1 and ours.outputs != theirs.outputs]
+    assert rerun, "the learners' run changed no outputs: this step would test less than it says"
+    training.cells[rerun[0]].source = with_first_line(training.cells[rerun[0]].source, f"  # {FIX}")
+    training.cells[exercise].source = with_first_line(training.cells[exercise].source, INSTRUCTOR_LINE)
+    nbformat.write(training, remote / "notebooks" / f"{TRAINING}.ipynb")
+
+    changed = git("diff", "--numstat", cwd=remote).split("\n")
+    assert all(sum(map(int, line.split()[:2])) <= 8 for line in changed if line), f"not a small fix: {changed}"
+    git(*GIT_ID, "commit", "-q", "-am", "Fix two notebooks mid-workshop", cwd=remote)
+    return exercise, last_markdown, rerun[0]
+
+
+def assert_clean_merge(home, name):
+    assert not (home / ".git" / "MERGE_HEAD").exists(), f"{name}: a merge was left half done"
+    status = git("status", "--porcelain", cwd=home).splitlines()
+    unmerged = [line for line in status if line[:2] in ("DD", "AU", "UD", "UA", "DU", "AA", "UU")]
+    assert not unmerged, f"{name}: unmerged files {unmerged}"
+    subprocess.run(["git", "merge-base", "--is-ancestor", "origin/main", "HEAD"], cwd=home, check=True)
+    for path in home.rglob("*"):
+        if path.is_file() and ".git" not in path.parts:
+            text = path.read_bytes()
+            assert b"\n<<<<<<< " not in text and b"\n>>>>>>> " not in text, f"{name}: conflict markers in {path}"
+
+
+def test_the_instructors_fix_reaches_every_learner_and_keeps_their_work(room):
+    if 1 not in room.step_done:
+        pytest.skip("the learners did not get through step 1")
+    learners_copy = nbformat.reads(room.before_update["learner1"][f"notebooks/{TRAINING}.ipynb"].decode(), as_version=4)
+    exercise, fixed_markdown, fixed_code = instructor_fixes(room.remote, learners_copy)
+    with ThreadPoolExecutor(LEARNERS) as pool:
+        list(pool.map(lambda learner: learner.click(room.link), room.learners))
+
+    upstream_training = nbformat.reads((room.remote / "notebooks" / f"{TRAINING}.ipynb").read_text(), as_version=4)
+    for learner in room.learners:
+        home, before = room.home(learner), room.before_update[learner.name]
+        assert_clean_merge(home, learner.name)
+        # the notebook nobody opened is the instructor's, byte for byte
+        untouched = f"notebooks/{UNTOUCHED}.ipynb"
+        assert (home / untouched).read_bytes() == (room.remote / untouched).read_bytes(), learner.name
+        assert FIX in (home / untouched).read_text()
+        # nothing the learner had is gone, and everything but 03 is exactly as they left it
+        now = {str(p.relative_to(home)): p for p in home.rglob("*") if p.is_file() and ".git" not in p.parts}
+        assert set(before) <= set(now), f"{learner.name} lost {set(before) - set(now)}"
+        for path, content in before.items():
+            if path not in (untouched, f"notebooks/{TRAINING}.ipynb"):
+                assert now[path].read_bytes() == content, f"{learner.name}: {path} changed"
+        assert f"{learner.name}'s notes" in (home / OWN_NOTEBOOK).read_text()
+        # 03: the learner's cells and outputs as saved, the fixes merged in, but the learner's line kept
+        mine = nbformat.reads(before[f"notebooks/{TRAINING}.ipynb"].decode(), as_version=4)
+        merged = nbformat.read(home / "notebooks" / f"{TRAINING}.ipynb", as_version=4)
+        nbformat.validate(merged)
+        assert len(merged.cells) == len(mine.cells)
+        for i, (old, new) in enumerate(zip(mine.cells, merged.cells, strict=True)):
+            if i == fixed_markdown:
+                assert new == upstream_training.cells[i], f"{learner.name}: the markdown fix did not merge in"
+            elif i == fixed_code:  # the instructor's code, the learner's outputs
+                assert new.source == upstream_training.cells[i].source, f"{learner.name}: the code fix is missing"
+                assert (new.outputs, new.execution_count) == (old.outputs, old.execution_count), learner.name
+            else:
+                assert new == old, f"{learner.name}: cell {i} of {TRAINING} changed"
+        assert f"{learner.name}'s attempt" in merged.cells[exercise].source
+        assert INSTRUCTOR_LINE.strip() not in merged.cells[exercise].source  # the learner's line wins
+    room.step_done.add(2)
+
+
+# --------------------------------------------------------------------------- 3. starting a notebook over
+
+
+def test_a_learner_gets_the_fixed_notebook_by_renaming_their_copy(room):
+    if 2 not in room.step_done:
+        pytest.skip("step 2 did not pass")
+    learner = room.learners[0]
+    home = room.home(learner)
+    mine = (home / "notebooks" / f"{TRAINING}.ipynb").read_bytes()
+    learner.rename(nb_path(TRAINING), nb_path(f"{TRAINING}_mine"))
+    learner.click(room.link)
+    assert_clean_merge(home, learner.name)
+    fixed = (room.remote / "notebooks" / f"{TRAINING}.ipynb").read_bytes()
+    assert (home / "notebooks" / f"{TRAINING}.ipynb").read_bytes() == fixed
+    assert INSTRUCTOR_LINE.strip().encode() in fixed
+    assert (home / "notebooks" / f"{TRAINING}_mine.ipynb").read_bytes() == mine

@@ -1,0 +1,51 @@
+"""helpers.environment: what 00_setup_check prints, and the fix lines it gives for a FAIL."""
+
+import importlib.metadata
+
+from helpers import environment
+
+
+def fake_versions(monkeypatch, versions):
+    """Make importlib.metadata.version answer from `versions` (a missing name raises as for a missing package)."""
+
+    def version(name):
+        if name in versions:
+            return versions[name]
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", version)
+
+
+def test_an_old_package_fails_with_a_percent_pip_line_for_a_notebook_cell(monkeypatch):
+    fake_versions(monkeypatch, {"numpy": "1.20.3"})
+    check = environment.check_package("numpy", "1.24")
+    assert not check.ok and check.found == "1.20.3"
+    assert check.fix == '%pip install -U "numpy>=1.24"'
+    assert "Restart Kernel" in check.then
+
+
+def test_a_missing_package_fails_the_same_way(monkeypatch):
+    fake_versions(monkeypatch, {})
+    check = environment.check_package("tokenizers", "0.15")
+    assert not check.ok and check.found == "missing" and check.fix == '%pip install -U "tokenizers>=0.15"'
+
+
+def test_a_mismatched_widget_front_end_says_to_restart_jupyterlab(monkeypatch):
+    fake_versions(monkeypatch, {"ipywidgets": "8.1.5", "jupyterlab_widgets": "1.1.0"})
+    check = environment.check_widget_frontend()
+    assert not check.ok and check.fix == '%pip install "jupyterlab_widgets==3.*"'
+    assert "start it again" in check.then and "model not found" in check.then
+
+
+def test_report_prints_each_fix_on_its_own_line_ready_to_paste(monkeypatch, capsys):
+    fake_versions(monkeypatch, {"numpy": "1.20.3"})
+    failed = environment.report([environment.check_package("numpy", "1.24"), environment.check_python()])
+    lines = capsys.readouterr().out.splitlines()
+    assert [check.name for check in failed] == ["numpy"]
+    assert '    %pip install -U "numpy>=1.24"' in lines  # the whole line is the command, nothing after it
+    assert not any(line.lstrip().startswith("pip install") for line in lines)  # never the bare terminal form
+
+
+def test_report_with_nothing_failed(capsys):
+    assert environment.report([environment.check_python()]) == []
+    assert "Everything is in place." in capsys.readouterr().out

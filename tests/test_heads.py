@@ -1,0 +1,168 @@
+"""helpers.heads (what heads do, measured) and helpers.head_views (their pictures)."""
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+
+from helpers import head_views, heads
+
+T = 6  # [CLS] w1 w2 w3 w4 [SEP]
+
+
+def one_hot_rows(columns):
+    """A (T, T) attention matrix whose row i puts all its weight on key columns[i]."""
+    weights = np.zeros((len(columns), len(columns)))
+    weights[np.arange(len(columns)), columns] = 1
+    return weights
+
+
+@pytest.mark.parametrize(("columns", "expected"), [
+    ([0] * T, {"[CLS]": 1}),
+    ([T - 1] * T, {"[SEP]": 1}),
+    ([0, 0, 1, 2, 3, 4], {"previous": 1, "[CLS]": 1 / 4}),  # the first word's previous token is [CLS]
+    ([1, 2, 3, 4, 5, 5], {"next": 1, "[SEP]": 1 / 4}),  # the last word's next token is [SEP]
+    (list(range(T)), {"self": 1}),
+])
+def test_target_weights_of_clean_heads(columns, expected):
+    got = dict(zip(heads.TARGETS, heads.target_weights(one_hot_rows(columns)), strict=True))
+    assert got == pytest.approx({name: expected.get(name, 0) for name in heads.TARGETS})
+
+
+def test_target_weights_of_a_uniform_head_and_of_a_stack(rng):
+    uniform = np.full((T, T), 1 / T)
+    np.testing.assert_allclose(heads.target_weights(uniform), 1 / T)
+    stack = rng.dirichlet(np.ones(T), size=(2, 3, T))  # (2, 3, T, T)
+    got = heads.target_weights(stack)
+    assert got.shape == (2, 3, 5)
+    np.testing.assert_allclose(got[1, 2], heads.target_weights(stack[1, 2]))
+    words = range(1, T - 1)
+    assert np.isclose(got[0, 0, 2], np.mean([stack[0, 0, i, i - 1] for i in words if i > 1]))
+
+
+@pytest.mark.parametrize(("shape", "message"), [((3, 3), "T >= 4"), ((4, 5), "T >= 4"), ((4,), "at least 2")])
+def test_target_weights_refuses_too_short_or_non_square(shape, message):
+    with pytest.raises(ValueError, match=message):
+        heads.target_weights(np.ones(shape))
+
+
+def test_head_profile_leaves_out_the_padding(rng):
+    long, short = rng.dirichlet(np.ones(T), size=(2, 3, T)), rng.dirichlet(np.ones(4), size=(2, 3, 4))
+    weights = np.zeros((2, 2, 3, T, T))
+    weights[0] = long
+    weights[1, ..., :4, :4] = short
+    real = np.arange(T) < np.array([[T], [4]])
+    profile = heads.head_profile(weights, real)
+    expected = (heads.target_weights(long) + heads.target_weights(short)) / 2
+    for i, name in enumerate(heads.TARGETS):
+        np.testing.assert_allclose(profile[name], expected[..., i])
+    assert profile["spread"].shape == (2, 3) and np.all((0 < profile["spread"]) & (profile["spread"] < 1))
+    with pytest.raises(ValueError, match="real must have shape"):
+        heads.head_profile(weights, real[:, :4])
+
+
+def test_spread_is_one_for_uniform_rows_and_zero_for_one_hot_rows():
+    weights = np.stack([np.full((T, T), 1 / T), one_hot_rows(range(T))])[None, None]  # (1, 1, 2, T, T)
+    spread = heads.head_profile(weights, np.ones((1, T), dtype=bool))["spread"]
+    np.testing.assert_allclose(spread, [[1, 0]], atol=1e-12)
+
+
+def test_head_kinds_follow_the_thresholds():
+    profile = {name: np.zeros((1, 4)) for name in heads.TARGETS}
+    profile["previous"][0, 0] = 0.9
+    profile["[CLS]"][0, 1] = 0.5
+    profile["self"][0, 2], profile["next"][0, 3] = 0.49, 0.3
+    profile["spread"] = np.array([[0.1, 0.1, 0.8, 0.5]])
+    assert heads.head_kinds(profile).tolist() == [["previous", "[CLS]", "broad", "mixed"]]
+    assert heads.head_kinds(profile, threshold=0.3).tolist() == [["previous", "[CLS]", "self", "next"]]
+    assert set(heads.head_kinds(profile).ravel()) <= set(heads.KINDS)
+
+
+def test_mean_cosine_and_nearest():
+    A = np.array([[1.0, 0], [2.0, 0], [0, 3.0]])
+    assert heads.mean_cosine(A) == pytest.approx(2 / 6)  # pairs: 1, 0, 0, twice each
+    assert heads.mean_cosine(A[:2], A[2:]) == 0
+    assert heads.nearest([1, 0.1], A, ["a", "b", "c"], k=2) == [("a", pytest.approx(0.995, abs=1e-3)),
+                                                                ("b", pytest.approx(0.995, abs=1e-3))]
+    assert heads.nearest([0, 1], A, ["a", "b", "c"], k=1)[0][0] == "c"
+    with pytest.raises(ValueError, match="2 labels for 3 vectors"):
+        heads.nearest([1, 0], A, ["a", "b"])
+
+
+# --- on the real model -------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def model():
+    from helpers.pretrained import load_minilm
+
+    return load_minilm()
+
+
+def test_ablated_embeddings_are_the_model_with_that_head_masked(model):
+    sentences = ["The cat sat on the mat.", "A bat flew out of the cave at dusk."]
+    ablated = heads.ablated_embeddings(model, sentences)
+    assert ablated.shape == (6, 12, 2, 384)
+    for layer, head in ((0, 2), (3, 7), (5, 11)):
+        keep = np.ones((6, 12), dtype=bool)
+        keep[layer, head] = False
+        np.testing.assert_allclose(ablated[layer, head], model.encode(sentences, head_mask=keep), atol=1e-6)
+    assert not np.allclose(ablated[5, 11], model.encode(sentences), atol=1e-3)
+
+
+def test_token_states_finds_the_word_or_its_plural(model):
+    out = model.run(["Bats are essential.", "He swung the bat."])
+    states = heads.token_states(out, "bat")
+    assert states.shape == (2, 7, 384)
+    np.testing.assert_array_equal(states[0], out.states[0, :, 1])  # [CLS] bats ...
+    np.testing.assert_array_equal(states[1], out.states[1, :, 4])  # [CLS] he swung the bat
+    with pytest.raises(ValueError, match="text 1 has no token 'cave'"):
+        heads.token_states(model.run(["a cave", "a bat"]), "cave")
+
+
+# --- pictures ----------------------------------------------------------------------------------
+
+
+def test_hide_tokens_drops_rows_and_columns(rng):
+    weights = rng.random((2, 4, 4))
+    kept, labels = head_views.hide_tokens(weights, ["[CLS]", "a", "b", "[SEP]"])
+    assert labels == ["a", "b"]
+    np.testing.assert_array_equal(kept, weights[:, 1:3, 1:3])
+
+
+def test_layer_lines_draws_one_collection_per_head_with_weights_above_the_cut(rng):
+    weights = np.stack([one_hot_rows(range(T)), np.full((T, T), 1 / T)])  # (2, T, T)
+    ax = head_views.layer_lines(weights, [f"t{i}" for i in range(T)])
+    collections = ax.collections
+    assert len(collections) == 2
+    assert len(collections[0].get_segments()) == T  # one line per query: itself
+    assert len(collections[1].get_segments()) == T * T  # 1/6 of the largest weight (1) is above 0.05
+    assert [t.get_text() for t in ax.texts[:2]] == ["t0", "t1"]
+    ax = head_views.layer_lines(weights, [f"t{i}" for i in range(T)], heads=[1], min_weight=0.5)
+    assert len(ax.collections) == 1 and len(ax.collections[0].get_segments()) == T * T  # scaled to its own max
+    with pytest.raises(ValueError, match="len\\(labels\\)"):
+        head_views.layer_lines(weights, ["a", "b"])
+
+
+def test_attention_grid_tiles_every_head(rng):
+    weights = rng.dirichlet(np.ones(4), size=(2, 3, 4))  # (2, 3, 4, 4)
+    ax = head_views.attention_grid(weights)
+    mosaic = ax.images[0].get_array()
+    assert mosaic.shape == (2 * 5 - 1, 3 * 5 - 1)
+    np.testing.assert_allclose(mosaic[5:9, 10:14], weights[1, 2])
+    assert np.ma.getmaskarray(mosaic)[4].all()  # the blank line between layers
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["layer 0", "layer 1"]
+    plt.close("all")
+    with pytest.raises(ValueError, match=r"\(L, H, T, T\)"):
+        head_views.attention_grid(weights[0])
+
+
+def test_kinds_grid_colours_each_head_by_its_kind():
+    kinds = np.array([["previous", "[CLS]"], ["mixed", "broad"]], dtype=object)
+    ax = head_views.kinds_grid(kinds, np.array([[0.9, 0.8], [0.3, 0.2]]))
+    codes = ax.images[0].get_array()
+    names = list(head_views.KIND_COLORS)
+    assert codes.tolist() == [[names.index("previous"), names.index("[CLS]")],
+                              [names.index("mixed"), names.index("broad")]]
+    assert [t.get_text() for t in ax.texts] == ["0.90", "0.80", "0.30", "0.20"]
+    with pytest.raises(ValueError, match="both be"):
+        head_views.kinds_grid(kinds, np.zeros((2, 3)))

@@ -1,0 +1,132 @@
+"""What 09_attention_in_a_real_model adds: the exercises' answers and messages, and the attention explorer."""
+
+import re
+
+import numpy as np
+import pytest
+from _answers import define, solution
+
+from helpers import checks, widgets
+
+
+@pytest.fixture(scope="module")
+def model():
+    from helpers.pretrained import load_minilm
+
+    return load_minilm()
+
+
+# --- the exercises ------------------------------------------------------------------------------
+
+
+def test_attention_row_solution_is_the_real_models_row(model):
+    text = "Attention is a novel idea."
+    attention_row = solution("attention_row")
+    for layer, head, query in ((1, 8, 2), (0, 2, 5), (4, 5, 1)):
+        X = model.hidden_states(text)[layer]  # (T, 384): what enters the layer
+        got = attention_row(X, model.layers[layer]["attention"], head, query)
+        np.testing.assert_allclose(got, model.attentions(text)[layer, head, query], atol=1e-5)
+
+
+def test_sentence_embedding_solution_is_the_models_pooling(model):
+    out = model.run(["The cat sat on the mat.", "A bat flew out of the cave at dusk.", "Hello."])
+    H = out.states[:, -1]  # (3, T, 384): the last layer of a padded batch
+    np.testing.assert_allclose(solution("sentence_embedding")(H, out.real), model.pool(H, out.real), atol=1e-6)
+
+
+def attention_row_variant(*, bias=True, scale="d_head", all_columns=False):
+    """An answer to attention_row with one of the common mistakes."""
+    cols = "slice(None)" if all_columns else "slice(head * d_head, (head + 1) * d_head)"
+    b_q, b_k = (" + attention.b_q[cols]", " + attention.b_k[cols]") if bias else ("", "")
+    divide = {"d_head": " / np.sqrt(d_head)", "d_model": " / np.sqrt(attention.d_model)", "none": ""}[scale]
+    return define(f"""
+def attention_row(X, attention, head, i):
+    d_head = attention.d_model // attention.n_heads
+    cols = {cols}
+    q = X[i] @ attention.W_q[:, cols]{b_q}
+    K = X @ attention.W_k[:, cols]{b_k}
+    scores = K @ q{divide}
+    e = np.exp(scores - scores.max())
+    return e / e.sum()
+""", "attention_row")
+
+
+@pytest.mark.parametrize(("mistake", "message"), [
+    ({"bias": False}, "you left out the biases"),
+    ({"scale": "d_model"}, "you divided by sqrt(d_model)"),
+    ({"scale": "none"}, "the scores are not scaled"),
+    ({"all_columns": True}, "you used every column of W_q and W_k"),
+])
+def test_attention_row_names_the_common_mistakes(mistake, message):
+    result = checks.attention_row(attention_row_variant(**mistake))
+    assert not result and message in result.message
+    assert checks.attention_row(attention_row_variant())  # the same code without the mistake passes
+
+
+@pytest.mark.parametrize(("body", "message"), [
+    ("pooled = H.mean(axis=1)\n    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)",
+     "you averaged the padding positions too"),
+    ("return (H * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)",
+     "the mean is right but not unit length"),
+    ("H = H / np.linalg.norm(H, axis=-1, keepdims=True)\n"
+     "    pooled = (H * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)\n"
+     "    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)",
+     "you normalised each token before averaging"),
+])
+def test_sentence_embedding_names_the_common_mistakes(body, message):
+    result = checks.sentence_embedding(define(f"def sentence_embedding(H, real):\n    {body}\n", "sentence_embedding"))
+    assert not result and message in result.message
+
+
+def test_a_sum_instead_of_a_mean_is_right_after_normalising():
+    # the length is divided away: summing the real tokens gives the same unit vector
+    answer = define("def sentence_embedding(H, real):\n    pooled = (H * real[..., None]).sum(axis=1)\n"
+                    "    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)\n", "sentence_embedding")
+    assert checks.sentence_embedding(answer)
+
+
+# --- the explorer -------------------------------------------------------------------------------
+
+
+def n_lines(markup):
+    return len(re.findall(r"<line ", markup))
+
+
+def test_lines_svg_draws_a_line_per_weight_above_the_cut():
+    weights = np.stack([np.eye(4), np.full((4, 4), 0.25)])  # head 0: itself, head 1: uniform
+    labels = ["[CLS]", "a", "b", "[SEP]"]
+    assert n_lines(widgets.lines_svg(weights, labels, [0])) == 4
+    assert n_lines(widgets.lines_svg(weights, labels, [0, 1])) == 4 + 16
+    assert n_lines(widgets.lines_svg(weights, labels, [1], min_weight=1.5)) == 0
+    assert widgets.lines_svg(weights, ["<b>", "a", "b", "c"], [0]).count("&lt;b&gt;") == 2  # labels escaped
+    with pytest.raises(ValueError, match="len\\(labels\\)"):
+        widgets.lines_svg(weights, labels[:3], [0])
+
+
+def test_explorer_shows_one_head_then_the_layer_then_hides_cls_and_sep(model, shown):
+    box = widgets.attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=2)
+    T = len(model.tokenize("The cat sat on the mat."))
+    first = shown[-1]
+    assert "layer 0, head 2" in first and n_lines(first) == T  # a previous-token head: one line per query
+    assert "[CLS]" in first and "<table" in first  # the head's weights as a table too
+    box.controls["view"].value = "whole layer"
+    assert "all 12 heads" in shown[-1] and shown[-1].count("head ") >= 12 and "<table" not in shown[-1]
+    box.controls["hide_special"].value = True
+    assert "[CLS]" not in shown[-1] and "[SEP]" not in shown[-1]
+    box.controls["layer"].value = 5
+    box.controls["view"].value = "one head"
+    box.controls["head"].value = 11
+    assert "layer 5, head 11" in shown[-1] and "<table" in shown[-1] and "[CLS]" not in shown[-1]
+
+
+def test_explorer_follows_the_sentence_box_and_says_when_it_cuts(model, shown):
+    box = widgets.attention_explorer(model)
+    box.controls["sentence"].value = "Attention is a novel idea."
+    assert "novel" in shown[-1] and "mat" not in shown[-1]
+    long = " ".join(["word"] * 60)
+    box.controls["sentence"].value = long
+    assert "62 tokens" in shown[-1] and "the first 40" in shown[-1]
+    box.controls["sentence"].value = "word " * 600
+    assert "at most 512" in shown[-1]
+    box.controls["sentence"].value = ""
+    assert "[CLS]" in shown[-1]  # an empty box still draws [CLS] and [SEP]

@@ -87,15 +87,36 @@ def has_widget(path):
     return any(WIDGET_VIEW in o.get("data", {}) for c in cells if c["cell_type"] == "code" for o in c["outputs"])
 
 
+def optional_imports(tree):
+    """Import nodes inside `try: ... except ImportError` (or ModuleNotFoundError): a cell that
+    guards an import says the package is optional, and prints what it skips without it."""
+    guarded = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Try):
+            continue
+        caught = set()
+        for handler in node.handlers:
+            kinds = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+            caught.update(k.id for k in kinds if isinstance(k, ast.Name))
+        if caught & {"ImportError", "ModuleNotFoundError"}:
+            guarded.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    return guarded
+
+
 def import_statements(paths):
-    """Every import the notebooks' code cells make (IPython syntax such as %magics made Python first)."""
+    """Every import the notebooks' code cells require (IPython syntax such as %magics made
+    Python first); optional imports, guarded by `except ImportError`, are left out."""
     from IPython.core.inputtransformer2 import TransformerManager
 
     transform = TransformerManager().transform_cell
     statements = set()
     for path in paths:
         for source in code_sources(path):
-            for node in ast.walk(ast.parse(transform(source))):
+            tree = ast.parse(transform(source))
+            optional = optional_imports(tree)
+            for node in ast.walk(tree):
+                if id(node) in optional:
+                    continue
                 if isinstance(node, ast.Import):
                     statements.update(f"import {alias.name}" for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module != "__future__":

@@ -7,8 +7,9 @@ It runs the class test's real hub (tests/classroom) and prints four tables:
 1. One learner opens every notebook in order, as a workshop goes. JupyterLab keeps a notebook's
    kernel running after its tab is closed, so every kernel stays. After each notebook: the
    kernel's memory (RSS; PSS, which splits shared pages among the processes sharing them; peak
-   RSS), its CPU seconds, what holds memory (open matplotlib figures, arrays of 1 MiB or more);
-   then Run All again in the same kernel, as learners do: memory must not keep growing.
+   RSS), its CPU seconds, what holds memory (open matplotlib figures, arrays of 1 MiB or more, the
+   weights file if the helpers keep it); then Run All again in the same kernel, twice, as learners
+   do: memory must not keep growing.
 2. N learners start at the same moment: seconds to the first output of 00, to the end of 00 and
    of 03, and the CPU seconds one learner's start costs (server, pull, 00).
 3. Culling, on a time scale shrunk 60x: jupyterhub-idle-culler stops the server of a learner who
@@ -39,31 +40,45 @@ GIB = 1024  # MiB
 OS_RESERVE = 1 * GIB  # an assumption: the operating system and its services on a small VM
 START_BURST = 120  # seconds: everybody clicks the link at once, and 00 must have run for all of them by then
 
-# Run in a learner's kernel after a notebook: what keeps memory alive in its namespace.
+# Run in a learner's kernel after a notebook: what keeps memory alive in its namespace, and the weights
+# file if helpers.pretrained.load_tensors() holds it. Everything happens inside _held(), deleted
+# after: names it left in the namespace would keep this run's arrays alive through the next Run All.
 INSPECT = """
-import json as _json, sys as _sys
-def _arrays(value, depth=0):
-    if isinstance(value, type):
+def _held():
+    import json, sys, types
+
+    def arrays(value, depth=0):  # three levels down: e.g. a model's list of layers' dicts of weights
+        if isinstance(value, (type, types.ModuleType, types.FunctionType)) or depth > 3:
+            return []
+        if hasattr(value, "nbytes") and hasattr(value, "__array_interface__"):
+            return [value]
+        if isinstance(value, (list, tuple)):
+            return [a for v in value for a in arrays(v, depth + 1)]
+        if isinstance(value, dict):
+            return [a for v in value.values() for a in arrays(v, depth + 1)]
+        if hasattr(value, "__dict__"):
+            return [a for v in vars(value).values() for a in arrays(v, depth + 1)]
         return []
-    if hasattr(value, "nbytes") and hasattr(value, "__array_interface__"):
-        return [value]
-    if depth < 2 and isinstance(value, (list, tuple)):
-        return [a for v in value for a in _arrays(v, depth + 1)]
-    if depth < 2 and isinstance(value, dict):
-        return [a for v in value.values() for a in _arrays(v, depth + 1)]
-    if depth < 1 and hasattr(value, "__dict__"):
-        return [a for v in vars(value).values() for a in _arrays(v, depth + 1)]
-    return []
-_seen, _big = set(), []
-_names = [(sum(a.nbytes for a in _arrays(v)), k, v) for k, v in list(globals().items()) if not k.startswith("_")]
-for _n, _k, _v in sorted(_names, key=lambda t: -t[0]):  # an array two names share counts once, for the first
-    _new = {a.__array_interface__["data"][0]: a.nbytes for a in _arrays(_v)}
-    _size = sum(n for ptr, n in _new.items() if ptr not in _seen)
-    _seen |= set(_new)
-    if _size >= 2**20:
-        _big.append([_k, round(_size / 2**20, 1)])
-_plt = _sys.modules.get("matplotlib.pyplot")
-print(_json.dumps({"figures": len(_plt.get_fignums()) if _plt else 0, "big": _big[:4]}))
+
+    shell = {"In", "exit", "quit", "get_ipython"}  # IPython's own: through them lies the whole namespace again
+    holders = [(k, v) for k, v in globals().items() if not k.startswith("_") and k not in shell]
+    pretrained = sys.modules.get("helpers.pretrained")
+    if pretrained is not None and pretrained.load_tensors.cache_info().currsize:
+        holders.append(("load_tensors()", pretrained.load_tensors()))  # the whole file, cached
+    seen, big = set(), []
+    sized = [(sum(a.nbytes for a in arrays(v)), k, v) for k, v in holders]
+    for _, name, value in sorted(sized, key=lambda t: -t[0]):  # an array two names share counts once, for the first
+        found = {a.__array_interface__["data"][0]: a.nbytes for a in arrays(value)}
+        size = sum(n for ptr, n in found.items() if ptr not in seen)
+        seen |= set(found)
+        if size >= 2**20:
+            big.append([name, round(size / 2**20, 1)])
+    plt = sys.modules.get("matplotlib.pyplot")
+    print(json.dumps({"figures": len(plt.get_fignums()) if plt else 0, "big": big[:4]}))
+
+
+_held()
+del _held
 """
 
 
@@ -100,13 +115,14 @@ def one_learner(args):
             first = memory(pid)
             cpu = cpu_seconds(pid)
             held = inspect(learner, run.kernel_id)
+            again_rss = []  # after each Run All again: growing with every run would be a leak
             for _ in range(args.reruns):
                 again = learner.run_notebook(path, save=False, kernel_id=run.kernel_id)
-            time.sleep(args.settle)
-            second = memory(pid)
+                time.sleep(args.settle)
+                again_rss.append(memory(pid)["rss"])
             held_again = inspect(learner, run.kernel_id)
             rows.append({"notebook": name, "seconds": seconds, "cpu": cpu, "errors": run.errors + again.errors,
-                         "first": first, "second": second, "held": held, "held_again": held_again})
+                         "first": first, "again": again_rss, "held": held, "held_again": held_again})
         procs = hub.learner_processes()["learner1"]
         server = memory(procs["server"])
         kernels = {kid: memory(pid) for kid, pid in procs["kernels"].items()}
@@ -116,13 +132,14 @@ def one_learner(args):
 
 def print_one_learner(result):
     print("\n1. One learner, every notebook in order, each in its own kernel (MiB; CPU and wall in seconds)")
-    print(f"{'notebook':<32}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS again':>11}"
+    print(f"{'notebook':<38}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS again':>12}"
           f"{'figures':>9}  arrays of 1 MiB or more alive after the run")
     for r in result["rows"]:
         big = ", ".join(f"{k} {v}" for k, v in r["held"]["big"]) or "-"
         figures = f"{r['held']['figures']}/{r['held_again']['figures']}"
-        print(f"{r['notebook']:<32}{r['seconds']:>6.1f}{r['cpu']:>6.1f}{r['first']['rss']:>7.0f}"
-              f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{r['second']['rss']:>11.0f}{figures:>9}  {big}")
+        again = " ".join(f"{rss:.0f}" for rss in r["again"]) or "-"
+        print(f"{r['notebook']:<38}{r['seconds']:>6.1f}{r['cpu']:>6.1f}{r['first']['rss']:>7.0f}"
+              f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{again:>12}{figures:>9}  {big}")
         if r["errors"]:
             print(f"    errors: {r['errors']}")
     server, kernels = result["server"], result["kernels"].values()
@@ -131,7 +148,7 @@ def print_one_learner(result):
           f"(at start {result['server_start']['rss']:.0f})")
     print(f"learner with all {len(result['kernels'])} kernels running: PSS {total_pss:.0f} MiB; "
           f"hub and proxy: PSS {result['hub_pss']:.0f} MiB")
-    print("(figures: open after the first / last Run All; RSS again: after Run All again in the same kernel)")
+    print("(figures: open after the first / last Run All; RSS again: after each Run All again in the same kernel)")
 
 
 # --------------------------------------------------------------------------- 2. N learners at once
@@ -275,7 +292,7 @@ def main():
     parser.add_argument("--learners", default="1,5,10", help="class sizes that start at once (default 1,5,10)")
     parser.add_argument("--notebooks", default=",".join(NOTEBOOKS), help="notebooks for table 1 (default: all)")
     parser.add_argument("--settle", type=float, default=2.0, help="seconds to wait before reading memory")
-    parser.add_argument("--reruns", type=int, default=1, help="Run All again this many times in each kernel")
+    parser.add_argument("--reruns", type=int, default=2, help="Run All again this many times in each kernel")
     parser.add_argument("--blas-threads", type=int, help="OPENBLAS_NUM_THREADS / OMP_NUM_THREADS for kernels")
     parser.add_argument("--sections", default="1,2,3", help="which tables to measure (the sizing table needs 1 and 2)")
     args = parser.parse_args()

@@ -146,8 +146,9 @@ def load_token_embeddings(dtype=np.float32):
 
 @functools.cache
 def _load_token_embeddings(dtype_name):
-    from helpers.pretrained import load_tensors, load_tokenizer
+    from helpers.pretrained import load_tensor, load_tokenizer
 
-    table = load_tensors()["embeddings.word_embeddings.weight"].astype(dtype_name, copy=False)  # (30522, 384)
+    # only this table is read: the other weights would stay in memory as long as the kernel runs
+    table = load_tensor("embeddings.word_embeddings.weight").astype(dtype_name, copy=False)  # (30522, 384)
     table.setflags(write=False)  # cached and shared: an in-place edit would leak into every later use
     return TokenEmbeddings(table, load_tokenizer())

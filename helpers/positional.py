@@ -84,7 +84,7 @@ def learned_position_table(dtype=np.float32):
     Shapes: -> (512, 384): row p is added to the token vector at position p; there is no row 512.
     Taught in 07_positional_encoding.
     """
-    from helpers.pretrained import load_tensors  # imported here: the weights are read only when asked for
+    from helpers.pretrained import load_tensor  # imported here: the weights are read only when asked for
 
-    table = load_tensors()["embeddings.position_embeddings.weight"]  # (512, 384) float32, read-only
+    table = load_tensor("embeddings.position_embeddings.weight")  # (512, 384) float32, this table only
     return np.array(table, dtype=dtype)  # a writable copy in the dtype asked for

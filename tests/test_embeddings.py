@@ -133,6 +133,32 @@ def test_nearest_neighbours_are_sorted_and_true(emb):
     assert np.sort(all_cosines)[-5] == pytest.approx(cosines[-1], abs=1e-5)
 
 
+@pytest.mark.parametrize("name", ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight"])
+def test_load_tensor_is_that_tensor_of_the_file(name):
+    table = pretrained.load_tensor(name)
+    assert table.dtype == np.float32
+    np.testing.assert_array_equal(table, pretrained.load_tensors()[name])
+
+
+def test_load_tensor_refuses_a_name_the_file_does_not_hold():
+    with pytest.raises(ValueError, match=r"name must be a tensor of model\.safetensors, got 'embeddings\.nope'"):
+        pretrained.load_tensor("embeddings.nope")
+
+
+def test_the_token_and_position_tables_do_not_keep_the_whole_file(monkeypatch):
+    # a kernel of 00, 01, 02 or 07 would otherwise hold all 87 MiB of weights for a table of 45 MiB or less
+    from helpers.embeddings import _load_token_embeddings
+    from helpers.positional import learned_position_table
+
+    def whole_file():
+        raise AssertionError("load_tensors() keeps every tensor of the file in memory")
+
+    monkeypatch.setattr(pretrained, "load_tensors", whole_file)
+    tokens = _load_token_embeddings.__wrapped__("float64")  # uncached: a fresh load
+    assert tokens.table.shape == (30522, 384) and tokens.table.dtype == np.float64
+    assert learned_position_table().shape == (512, 384)
+
+
 # --- a missing or damaged weights package gives a clear error with the fix -------------------------
 
 

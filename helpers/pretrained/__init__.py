@@ -19,7 +19,7 @@ from helpers.pretrained.minilm import MiniLM
 
 __all__ = [
     "WEIGHTS_PACKAGE", "INSTALL_COMMAND", "REINSTALL_COMMAND", "SHA256", "WeightsNotFoundError",
-    "model_dir", "sha256_of", "verify_weights", "load_tensors", "load_tokenizer", "load_minilm",
+    "model_dir", "sha256_of", "verify_weights", "load_tensor", "load_tensors", "load_tokenizer", "load_minilm",
     "MiniLM", "erf", "gelu", "layer_norm",
 ]
 
@@ -94,6 +94,22 @@ def load_tensors():
     for array in tensors.values():
         array.setflags(write=False)  # cached and shared: an in-place edit would leak into every later use
     return tensors
+
+
+def load_tensor(name):
+    """One tensor of model.safetensors as a numpy array (float32), checksum verified; the rest is not read.
+
+    For a caller that needs one table: load_tensors() keeps the whole file (87 MiB) for the
+    kernel's life, this only the table asked for. Not cached: the caller keeps what it needs.
+    Shapes: e.g. "embeddings.position_embeddings.weight" -> (512, 384).
+    """
+    from safetensors import safe_open
+
+    verify_weights()
+    with safe_open(str(model_dir() / "model.safetensors"), framework="np") as f:
+        if name not in f.keys():
+            raise ValueError(f"name must be a tensor of model.safetensors, got {name!r}; it holds {sorted(f.keys())}")
+        return f.get_tensor(name)
 
 
 @functools.cache

@@ -3,21 +3,17 @@
 import numpy as np
 
 from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+from helpers.checks._reference import multihead_loop
 
 
 def _block(X, W_q, W_k, W_v, W_o, n_heads, residual=True, scale_width=None):
-    """Multi-head self-attention of one sentence, plus X unless residual=False. Shapes: (T, d) -> (T, d)."""
-    T, d_model = X.shape
-    d_head = d_model // n_heads
+    """Multi-head self-attention of one sentence, plus X unless residual=False; and the merged heads.
 
-    def split(M):  # (T, d_model) -> (h, T, d_head)
-        return M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
-
-    Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
-    scores = Q @ K.transpose(0, 2, 1) / np.sqrt(scale_width or d_head)  # (h, T, T)
-    weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-    weights /= weights.sum(axis=-1, keepdims=True)
-    merged = (weights @ V).transpose(1, 0, 2).reshape(T, d_model)  # (h, T, d_head) -> (T, d_model)
+    scale_width: scale the scores by 1/sqrt(scale_width) instead of 1/sqrt(d_head) (a common mistake).
+    Shapes: (T, d) -> (T, d), (T, d).
+    """
+    scale = None if scale_width is None else 1 / np.sqrt(scale_width)
+    merged = multihead_loop(X, X, W_q, W_k, W_v, W_o, n_heads, scale=scale, project=False)  # (T, d_model)
     return merged @ W_o + X if residual else merged @ W_o, merged
 
 

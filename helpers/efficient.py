@@ -47,7 +47,9 @@ def online_softmax_step(m, l, acc, scores, values):
     Shapes: m (...,) running max, l (...,) running sum of exp(s - m), acc (..., d_v),
             scores (..., B) for B keys (-inf = may not attend), values (B, d_v) -> m, l, acc.
     Math: m' = max(m, max_j s_j); c = exp(m - m'); l' = c l + sum_j exp(s_j - m');
-          acc' = c acc + exp(s - m') V. After the last block, acc / l is the attention output.
+          acc' = c acc + exp(s - m') V. After the last block, acc / l is the attention output;
+          a row that saw only -inf (every key masked) ends with l = 0, and its output is zeros:
+          np.divide(acc, l[..., None], out=np.zeros_like(acc), where=l[..., None] > 0).
     Taught in 10_efficient_attention.
     """
     m_new = np.maximum(m, scores.max(axis=-1))  # (...,)

@@ -18,18 +18,12 @@ def cached_self_attention(mha, x_new, cache):
     Equals mha(x, mask=causal_mask(T))[0][..., -t:, :] where x is every token so far.
     Taught in 10_efficient_attention.
     """
-    x_new = as_float_array(x_new, "x_new", min_ndim=2)
-
-    def project(W, b):  # the parameters may be float64: float32 in stays float32 out
-        out = x_new @ W.astype(x_new.dtype, copy=False)  # (..., t, d_model) @ (d_model, d_model)
-        return out if b is None else out + b.astype(x_new.dtype, copy=False)
-
-    Q = split_heads(project(mha.W_q, mha.b_q), mha.n_heads)  # (..., h, t, d_head)
-    cache.append(split_heads(project(mha.W_k, mha.b_k), mha.n_heads),  # (..., h, t, d_head)
-                 split_heads(project(mha.W_v, mha.b_v), mha.n_heads))
+    x_new = mha._check_input(x_new, "x_new")  # (..., t, d_model): the layer's own check and message
+    Q = split_heads(mha._project(x_new, mha.W_q, mha.b_q), mha.n_heads)  # (..., h, t, d_head)
+    cache.append(split_heads(mha._project(x_new, mha.W_k, mha.b_k), mha.n_heads),  # (..., h, t, d_head)
+                 split_heads(mha._project(x_new, mha.W_v, mha.b_v), mha.n_heads))
     heads = cache.attend(Q)  # (..., h, t, d_head): the new queries against every stored key
-    out = merge_heads(heads) @ mha.W_o.astype(x_new.dtype, copy=False)  # (..., t, d_model)
-    return out if mha.b_o is None else out + mha.b_o.astype(x_new.dtype, copy=False)
+    return mha._project(merge_heads(heads), mha.W_o, mha.b_o)  # (..., t, d_model)
 
 
 class KVCache:

@@ -88,7 +88,8 @@ def init_params(config, rng=None):
 
 
 def _check_batch(params, config, ids, lengths, masked):
-    """Raise unless params fit config and ids, lengths, masked describe B sentences with one masked word each."""
+    """ids, lengths and masked as int arrays, checked: params fit config, and they describe B sentences
+    with one masked word each. Raises ValueError/TypeError naming the argument otherwise."""
     wrong = {n: np.shape(params[n]) if n in params else "missing" for n, shape in parameter_shapes(config).items()
              if n not in params or np.shape(params[n]) != shape}
     if wrong:
@@ -97,11 +98,15 @@ def _check_batch(params, config, ids, lengths, masked):
     if ids.ndim != 2:
         raise ValueError(f"ids must have shape (B, T), got {ids.shape}")
     lengths, masked = np.asarray(lengths), np.asarray(masked)
+    for name, value in (("lengths", lengths), ("masked", masked)):
+        if value.size and not np.issubdtype(value.dtype, np.integer):
+            raise TypeError(f"{name} must be integers, got dtype {value.dtype} with shape {value.shape}")
     if lengths.shape != ids.shape[:1] or not ((1 <= lengths) & (lengths <= ids.shape[1])).all():
         raise ValueError(f"lengths must be {len(ids)} ints in [1, T={ids.shape[1]}] for ids {ids.shape}, "
                          f"got {lengths!r}")
     if masked.shape != ids.shape[:1] or not ((0 <= masked) & (masked < lengths)).all():
         raise ValueError(f"masked must be one position per sentence inside its length {lengths!r}, got {masked!r}")
+    return ids, lengths, masked
 
 
 def _norm(params, name, x, config):
@@ -116,7 +121,7 @@ def forward(params, config, ids, lengths, masked):
             (cache["weights"] (B, n_heads, 1, T): the masked word's attention row in each head).
     Taught in 08_training_a_tiny_transformer.
     """
-    _check_batch(params, config, ids, lengths, masked)
+    ids, lengths, masked = _check_batch(params, config, ids, lengths, masked)
     B, T = ids.shape
     X = params["E"][ids]  # (B, T) -> (B, T, d): one row of E per word
     if config.positions:

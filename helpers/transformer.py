@@ -9,6 +9,7 @@ import numpy as np
 
 from helpers._validate import as_float_array, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention
+from helpers.masking import padding_mask
 from helpers.multihead import merge_heads, split_heads
 from helpers.pretrained import erf, gelu, layer_norm
 
@@ -128,7 +129,7 @@ def _check_attention_input(params, X, lengths, n_heads, rows):
 
 def _key_mask(lengths, T):
     """True at each sentence's real words, shared by every head and query. Shapes: (B,) -> (B, 1, 1, T)."""
-    return (np.arange(T) < np.asarray(lengths)[:, None])[:, None, None, :]  # (T,) vs (B, 1) -> (B, T)
+    return padding_mask(lengths, T)[:, None, None, :]  # (B, T) -> (B, 1, 1, T)
 
 
 def _queries_from(X, rows):

@@ -221,3 +221,13 @@ def test_block_grid_agrees_with_the_causal_mask():
 def test_block_grid_counts_for_a_square_causal_grid():
     grid = block_grid(8, 8, 2, causal=True)  # 4 x 4 tiles: 6 below the diagonal, 4 on it, 6 above
     assert [(grid == kind).sum() for kind in (COMPUTED, MASKED, SKIPPED)] == [6, 4, 6]
+
+
+def test_online_softmax_of_a_fully_masked_row_stays_at_zero_without_nan():
+    m, l, acc = np.array([-np.inf]), np.array([0.0]), np.zeros((1, 2))
+    for _ in range(3):  # three blocks of keys, every one masked
+        m, l, acc = online_softmax_step(m, l, acc, np.full((1, 4), -np.inf), np.ones((4, 2)))
+    assert not np.isnan(l).any() and not np.isnan(acc).any()
+    assert l[0] == 0 and np.isneginf(m[0]) and (acc == 0).all()
+    out = np.divide(acc, l[..., None], out=np.zeros_like(acc), where=l[..., None] > 0)  # as the docstring says
+    np.testing.assert_array_equal(out, np.zeros((1, 2)))

@@ -91,3 +91,9 @@ def test_cached_self_attention_on_a_batch_with_a_prompt_then_single_tokens(rng):
         cached_self_attention(layer, x[:, t : t + 1], cache) for t in range(4, 7)]
     assert cache.keys.shape == (3, 2, 7, 4)  # (B, h, T, d_head)
     np.testing.assert_allclose(np.concatenate(parts, axis=1), layer(x, mask=causal_mask(7))[0], rtol=1e-10, atol=1e-12)
+
+
+def test_cached_self_attention_names_x_new_when_its_width_is_wrong():
+    layer = MultiHeadAttention(6, 2, rng=0)
+    with pytest.raises(ValueError, match=r"x_new must have shape \(\.\.\., T, d_model=6\), got \(3, 8\)"):
+        cached_self_attention(layer, np.ones((3, 8)), KVCache())

@@ -5,7 +5,6 @@ import pytest
 
 from helpers import softmax, training
 from helpers.position_task import (
-    KINDS,
     position_experiment,
     predict,
     rotary_attention_layer,
@@ -34,7 +33,6 @@ def test_with_positions_the_task_is_learned(accuracies, kind):
 
 def test_the_experiment_runs_the_kinds_asked_for():
     assert set(position_experiment(("none",), n_test=50, steps=5)) == {"none"}
-    assert KINDS == ("none", "one-hot", "sinusoidal", "rope")
 
 
 def small_case(seed=5):

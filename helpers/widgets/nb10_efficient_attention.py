@@ -34,14 +34,16 @@ def block_grid_html(grid, cell_px=10):
 
 
 def measure_tiled(T, block_size, causal, d=64, seed=0):
-    """One call of tiled_attention on random float32 (T, d) inputs: (seconds, peak MiB of new buffers).
+    """One call of tiled_attention on one thread, random float32 (T, d) inputs: (seconds, peak MiB of new buffers).
 
-    The peak is tracemalloc's: the buffers numpy allocates during the call, the output included.
+    The peak is tracemalloc's: the buffers numpy allocates during the call, the output included. One
+    thread, as in the notebook's measurements: each extra thread keeps its own copies of K and V, so
+    on all cores the peak would grow with the machine's core count.
     """
     q, k, v = (np.random.default_rng(seed + i).standard_normal((T, d), dtype=np.float32) for i in range(3))
     tracemalloc.start()
     start = time.perf_counter()
-    tiled_attention(q, k, v, causal=causal, block_size=block_size)
+    tiled_attention(q, k, v, causal=causal, block_size=block_size, n_threads=1)
     seconds = time.perf_counter() - start
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()

@@ -68,6 +68,7 @@ class TokenEmbeddings:
 
     These are the vectors the model starts from, before any attention layer: one fixed
     vector per wordpiece, whatever its context. Use load_token_embeddings() to get one.
+    Taught in 01_embeddings.
     """
 
     SPECIAL = ("[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]")

@@ -34,6 +34,7 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
     Line width and opacity grow with the weight, relative to the largest weight drawn;
     weights below `min_weight` of it are left out.
     Shapes: weights (H, T, T); labels T strings; heads: the head numbers to draw (default all).
+    Taught in 09_attention_in_a_real_model.
     """
     weights = as_float_array(weights, "weights", min_ndim=3)
     H, T, _ = weights.shape
@@ -70,6 +71,7 @@ def attention_grid(weights, *, title=None, cmap="Blues", size=0.17):
 
     All heads share one colour scale from 0 to the largest weight. Rows are queries, columns keys.
     Shapes: weights (L, H, T, T) -> the axes.
+    Taught in 09_attention_in_a_real_model.
     """
     weights = as_float_array(weights, "weights")
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
@@ -101,6 +103,7 @@ def kinds_grid(kinds, values, *, ax=None, title=None):
     """One cell per head, coloured by its kind, with a number written in (e.g. its largest mean weight).
 
     Shapes: kinds (L, H) strings from helpers.heads.KINDS; values (L, H) -> the axes.
+    Taught in 09_attention_in_a_real_model.
     """
     kinds, values = np.asarray(kinds), as_float_array(values, "values", min_ndim=2)
     if kinds.shape != values.shape or kinds.ndim != 2:

@@ -43,6 +43,7 @@ def head_profile(weights, real):
     0 = all weight on one key, 1 = the same weight on every key.
     Shapes: weights (n, L, H, T, T) and real (n, T) as MiniLM.run returns them
             -> {"[CLS]": (L, H), "[SEP]": ..., "previous": ..., "next": ..., "self": ..., "spread": (L, H)}.
+    Taught in 09_attention_in_a_real_model.
     """
     weights = as_float_array(weights, "weights", min_ndim=5)
     real = np.asarray(real, dtype=bool)
@@ -63,6 +64,7 @@ def head_kinds(profile, threshold=0.5, broad=0.75):
     else "broad" if its spread is at least `broad`; else "mixed".
 
     Shapes: a head_profile dict of (L, H) arrays -> (L, H) array of strings from KINDS.
+    Taught in 09_attention_in_a_real_model.
     """
     means = np.stack([profile[name] for name in TARGETS], axis=-1)  # (L, H, 5)
     best = np.array(TARGETS)[means.argmax(axis=-1)]  # (L, H)
@@ -77,6 +79,7 @@ def ablated_embeddings(model, sentences):
     rows give zero weights): it adds nothing to its layer. The layers before it are unchanged,
     so they are run once.
     Shapes: n sentences -> (L, H, n, d_model); [l, h] is the model without layer l's head h.
+    Taught in 09_attention_in_a_real_model.
     """
     _, ids, real = model.batch(sentences)
     n, H = len(ids), model.n_heads
@@ -101,6 +104,7 @@ def token_states(output, word):
     """Every layer's vector of the first token `word` (or `word` + "s") in each text.
 
     Shapes: an Output of MiniLM.run for n texts -> (n, L + 1, d_model).
+    Taught in 09_attention_in_a_real_model.
     """
     rows = []
     for i, tokens in enumerate(output.tokens):
@@ -115,6 +119,7 @@ def mean_cosine(A, B=None):
     """The mean cosine between the rows of A and of B (between different rows of A if B is None).
 
     Shapes: A (n, d), B (m, d) -> a number.
+    Taught in 09_attention_in_a_real_model.
     """
     A = unit_rows(as_float_array(A, "A", min_ndim=2))
     if B is None:
@@ -128,6 +133,7 @@ def nearest(vector, vectors, labels, k=5):
     """The k labels whose vectors have the highest cosine with `vector`, best first.
 
     Shapes: vector (d,), vectors (m, d), labels m strings -> a list of k (label, cosine).
+    Taught in 09_attention_in_a_real_model.
     """
     vectors = as_float_array(vectors, "vectors", min_ndim=2)
     if len(labels) != len(vectors):

@@ -29,7 +29,10 @@ from helpers.transformer import (
 
 @dataclass(frozen=True)
 class Config:
-    """Which parts the model has, and its sizes. The baselines switch off `attention` or `positions`."""
+    """Which parts the model has, and its sizes. The baselines switch off `attention` or `positions`.
+
+    Taught in 08_training_a_tiny_transformer.
+    """
 
     vocab_size: int = len(grammar.VOCAB)
     d_model: int = 32

@@ -68,7 +68,10 @@ def sha256_of(path):
 
 @functools.cache
 def verify_weights():
-    """Check every file we read against its known sha256; return {file name: sha256}."""
+    """Check every file we read against its known sha256; return {file name: sha256}.
+
+    Used in 00_setup_check.
+    """
     folder = model_dir()
     found = {name: sha256_of(folder / name) for name in SHA256}
     bad = [name for name, digest in found.items() if digest != SHA256[name]]
@@ -86,6 +89,7 @@ def load_tensors():
     """All tensors of model.safetensors as numpy arrays (float32), checksum verified.
 
     Shapes: e.g. "embeddings.word_embeddings.weight" (30522, 384).
+    Used in 09_attention_in_a_real_model.
     """
     from safetensors.numpy import load_file
 

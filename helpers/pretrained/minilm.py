@@ -25,6 +25,7 @@ class MiniLM:
 
     Every layer's self-attention is a helpers.MultiHeadAttention holding the real weights.
     Use load_minilm() to get one.
+    Taught in 09_attention_in_a_real_model.
     """
 
     n_layers, n_heads, d_model = 6, 12, 384

@@ -17,7 +17,7 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test setup setup-test lint unit nbval nbval-second execute clear-outputs times clean help \
-        chromium browser-test deploy-test class-test class-size class-link
+        chromium browser-test deploy-test class-test class-size class-link api-docs
 
 help:
 	@echo "make lab    - set up .venv and start JupyterLab (extra options: ARGS=\"--no-browser --port=8888\")"
@@ -25,6 +25,7 @@ help:
 	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel, save outputs, tidy"
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
+	@echo "make api-docs - write docs/helpers-api.md from the helpers' docstrings"
 	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
 	@echo "make deploy-test  - the Binder and Colab installs, each in a fresh venv"
 	@echo "make class-test [LEARNERS=5] - a class of simulated learners on a real JupyterHub with nbgitpuller"
@@ -85,6 +86,10 @@ clear-outputs: $(LAB_STAMP)
 
 times: $(TEST_STAMP)
 	$(BIN)/python benchmarks/notebook_times.py
+
+# docs/helpers-api.md from the helpers' docstrings (tests/test_api_reference.py fails when it is stale)
+api-docs: $(LAB_STAMP)
+	$(BIN)/python tools/api_reference.py
 
 clean:
 	rm -rf $(VENV) $(CLASS_DIR)

@@ -114,7 +114,8 @@ def test_the_guide_has_every_example():
 
 def run_with_the_example_registered(code):
     """Run `code` in a fresh Python where the guide's check is registered (and nothing else changed)."""
-    script = "import sys\nsys.path[:0] = ['tests']\n" + f"exec(compile({examples()['check']!r}, 'guide', 'exec'))\n" + code
+    register = f"exec(compile({examples()['check']!r}, 'guide', 'exec'))\n"
+    script = "import sys\nsys.path[:0] = ['tests']\n" + register + code
     return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
 
 
@@ -139,7 +140,8 @@ def test_the_tests_the_guide_promises_are_generated_and_pass():
     counts = [int(m) for line in ex["generated tests"].splitlines() for m in re.findall(r"\(×(\d+)\)", line)]
     promised = len(listed) - len(counts) + sum(counts)
     assert f"\n{promised} tests:" in GUIDE.read_text(encoding="utf-8")
-    code = "import pytest\nsys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_checks.py', '-k', 'mix_values']))"
+    code = ("import pytest\n"
+            "sys.exit(pytest.main(['-q', '-p', 'no:cacheprovider', 'tests/test_checks.py', '-k', 'mix_values']))")
     result = run_with_the_example_registered(code)
     assert result.returncode == 0, result.stdout[-3000:]
     assert f"{promised} passed" in result.stdout, result.stdout[-1000:]

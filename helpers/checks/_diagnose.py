@@ -104,5 +104,6 @@ def _explain_numpy(message):
     broadcast = re.search(r"could not be broadcast together with shapes (\S+) (\S+)", message)
     if broadcast:
         return (f". Arrays of shapes {broadcast.group(1)} and {broadcast.group(2)} cannot be combined element "
-                "by element: after a sum or max over an axis, keepdims=True keeps that axis so the result lines up")
+                "by element: compared from the right, each pair of axes must be equal or 1. Add an axis of 1 where "
+                "one is missing (a[:, None, :]), or keep it with keepdims=True after a sum or max")
     return ""

@@ -462,6 +462,7 @@ def create(names, minutes, execute):
     start = time.perf_counter()
     root = names.root
     nb = notebook(names, minutes)
+    readme_row(names, minutes)  # refuses a pyproject.toml without the address before anything is written
     for path in (names.checks, names.widgets, names.test):
         (root / path).write_text(scaffold_text(names, path), encoding="utf-8")
     write(root / names.notebook, nb)

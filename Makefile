@@ -26,6 +26,8 @@ help:
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
 	@echo "make api-docs - write docs/helpers-api.md from the helpers' docstrings"
+	@echo "make new-notebook NN=11 NAME=cross_attention [MINUTES=40] - scaffold a notebook (docs/adding-a-notebook.md)"
+	@echo "make remove-notebook NN=11 NAME=cross_attention [FORCE=1] - remove what the scaffold made"
 	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
 	@echo "make deploy-test  - the Binder and Colab installs, each in a fresh venv"
 	@echo "make class-test [LEARNERS=5] - a class of simulated learners on a real JupyterHub with nbgitpuller"
@@ -90,6 +92,16 @@ times: $(TEST_STAMP)
 # docs/helpers-api.md from the helpers' docstrings (tests/test_api_reference.py fails when it is stale)
 api-docs: $(LAB_STAMP)
 	$(BIN)/python tools/api_reference.py
+
+# A new notebook with its checks/ and widgets/ modules, its test file and its README row, executed
+# as `make execute` does (tools/new_notebook.py; docs/adding-a-notebook.md). It never overwrites;
+# remove-notebook deletes exactly what it made, and refuses files edited since unless FORCE=1.
+.PHONY: new-notebook remove-notebook
+new-notebook: $(LAB_STAMP)
+	$(BIN)/python tools/new_notebook.py create "$(NN)" "$(NAME)" $(if $(MINUTES),--minutes "$(MINUTES)",)
+
+remove-notebook:
+	$(PYTHON) tools/new_notebook.py remove "$(NN)" "$(NAME)" $(if $(FORCE),--force,)
 
 clean:
 	rm -rf $(VENV) $(CLASS_DIR)

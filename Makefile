@@ -79,8 +79,11 @@ nbval-second: $(TEST_STAMP)
 
 test: lint unit nbval nbval-second
 
+# Each cell may take 120 s (the slowest takes about 6 here). Now and then nbclient waits for a reply
+# that has already come until that timeout runs out, then goes on (docs/tool-facts.md): a stall
+# costs 120 s, not more.
 execute: $(LAB_STAMP)
-	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=300 $(NB)
+	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=120 $(NB)
 	$(BIN)/python tools/tidy_notebooks.py $(NB)
 
 clear-outputs: $(LAB_STAMP)
@@ -97,11 +100,14 @@ api-docs: $(LAB_STAMP)
 # as `make execute` does (tools/new_notebook.py; docs/adding-a-notebook.md). It never overwrites;
 # remove-notebook deletes exactly what it made, and refuses files edited since unless FORCE=1.
 .PHONY: new-notebook remove-notebook
+# Both rewrite docs/helpers-api.md, which lists every exercise and explorer.
 new-notebook: $(LAB_STAMP)
 	$(BIN)/python tools/new_notebook.py create "$(NN)" "$(NAME)" $(if $(MINUTES),--minutes "$(MINUTES)",)
+	$(BIN)/python tools/api_reference.py
 
-remove-notebook:
-	$(PYTHON) tools/new_notebook.py remove "$(NN)" "$(NAME)" $(if $(FORCE),--force,)
+remove-notebook: $(LAB_STAMP)
+	$(BIN)/python tools/new_notebook.py remove "$(NN)" "$(NAME)" $(if $(FORCE),--force,)
+	$(BIN)/python tools/api_reference.py
 
 clean:
 	rm -rf $(VENV) $(CLASS_DIR)

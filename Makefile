@@ -22,6 +22,8 @@ ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 help:
 	@echo "make lab    - set up .venv and start JupyterLab (extra options: ARGS=\"--no-browser --port=8888\")"
 	@echo "make test   - set up, then ruff, unit/property tests and nbval over every notebook (twice: see nbval-second)"
+	@echo "  its parts: make lint, make unit, make nbval, make nbval-second (another CPU type's BLAS kernels)"
+	@echo "make setup / make setup-test - only build .venv (for make lab / for the tests), run nothing"
 	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel, save outputs, tidy"
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"

@@ -221,6 +221,9 @@ def test_call_passes_copies():
     original = np.ones(3)
     checks.call(mutating, original)
     assert np.array_equal(original, np.ones(3))  # the learner cannot spoil the check's inputs
+    ids = [3, 1, 4]
+    checks.call(lambda x: x.append(1) or x, ids)  # a list edited in place (e.g. token ids)
+    assert ids == [3, 1, 4]
 
 
 def test_a_crash_inside_numpy_names_the_learners_line(capsys):

@@ -8,6 +8,7 @@ wrong=...)`. `solution` and `wrong` are source code defining the learner's funct
 tests run every exercise's check on both, on an untouched stub and on crashing answers.
 """
 
+import copy
 import functools
 import sys
 import textwrap
@@ -93,10 +94,10 @@ def exercise(*, notebook, hint, solution, wrong, forbid=()):
 
 
 def call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the arguments; returning None is a Mismatch."""
+    """Call the learner's function on copies of the (array, list, dict) arguments; returning None is a Mismatch."""
     if not callable(fn):
         raise Mismatch(f"expected a function, got {type(fn).__name__}")
-    copies = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    copies = [copy.deepcopy(a) if isinstance(a, (np.ndarray, list, dict)) else a for a in args]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         result = fn(*copies, **kwargs)

@@ -21,7 +21,8 @@ STEM, MODULE = f"{NN}_{NAME}", f"nb{NN}_{NAME}"
 CREATED = [f"notebooks/{STEM}.ipynb", f"helpers/checks/{MODULE}.py", f"helpers/widgets/{MODULE}.py",
            f"tests/test_{MODULE}.py"]
 COPIED = ["README.md", "pyproject.toml", "notebooks/00_setup_check.ipynb", "tools/new_notebook.py",
-          "tools/tidy_notebooks.py", "tests/conftest.py", "tests/_answers.py", "tests/test_checks.py"]
+          "tools/tidy_notebooks.py", "deploy/class_link.py", "tests/conftest.py", "tests/_answers.py",
+          "tests/test_checks.py"]
 
 
 @pytest.fixture
@@ -123,6 +124,20 @@ def test_bad_arguments_are_refused_and_nothing_is_written(repo, nn, name, named)
     before = snapshot(repo)
     code, out = scaffold(repo, "create", nn, name, "--no-execute")
     assert code != 0 and "refused" in out and named in out, out
+    assert snapshot(repo) == before
+
+
+@pytest.mark.parametrize(("repository", "named"), [
+    (None, "no Repository"), ("https://git.example.org/a/b", "needs a GitHub address")])
+def test_a_pyproject_without_a_github_address_is_refused_before_anything_is_written(repo, repository, named):
+    pyproject = repo / "pyproject.toml"
+    text = re.sub(r'^Repository = "[^"]+"\n', "", pyproject.read_text(), flags=re.M)
+    if repository:
+        text = text.replace("[project.urls]\n", f'[project.urls]\nRepository = "{repository}"\n')
+    pyproject.write_text(text)
+    before = snapshot(repo)
+    code, out = scaffold(repo, "create", NN, NAME, "--no-execute")
+    assert code == 2 and "refused" in out and named in out, out
     assert snapshot(repo) == before
 
 

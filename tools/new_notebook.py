@@ -35,7 +35,8 @@ import textwrap
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "deploy")]
+from class_link import repository_url  # noqa: E402 - deploy/, where the repository address is read
 from tidy_notebooks import KERNELSPEC, tidy, write  # noqa: E402 - the folder of this script
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,8 +99,8 @@ CHECKS = '''
 
     @exercise(
         notebook="__STEM__",
-        hint="Row i of weights holds query i's weights over the keys, so output row i is sum_j weights[i, j] * V[j]: "
-             "weights @ V, (T_q, T_k) @ (T_k, d_v) -> (T_q, d_v).",
+        hint="Row i of weights holds query i's weights over the keys, so output row i is sum_j weights[i, j] * V[j]. "
+             "For all rows at once that is one matrix product, (T_q, T_k) times (T_k, d_v) -> (T_q, d_v).",
         solution="""
             def __EXERCISE__(weights, V):
                 return weights @ V  # (T_q, T_k) @ (T_k, d_v) -> (T_q, d_v)
@@ -396,11 +397,15 @@ def cell_sources(nb):
 
 
 def repository_slug(root):
-    """owner/name from pyproject.toml's [project.urls] Repository, where the address is written once."""
-    match = re.search(r'^Repository = "https://github\.com/([^"/]+/[^"/]+)"', (root / "pyproject.toml").read_text(),
-                      re.M)
+    """owner/name from pyproject.toml's [project.urls] Repository, read as deploy/class_link.py reads it."""
+    try:
+        url = repository_url((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise Refusal(str(exc)) from None
+    match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+?)/?", url)
     if not match:
-        raise Refusal("pyproject.toml has no `Repository = \"https://github.com/owner/name\"` line")
+        raise Refusal(f"pyproject.toml's Repository is {url!r}: the Colab badge needs a GitHub address, "
+                      "github.com/owner/name")
     return match.group(1)
 
 

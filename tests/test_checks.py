@@ -4,13 +4,23 @@ The exercises are read from the registry at collection time, so an exercise adde
 helpers/checks/nbNN_*.py module later is covered without touching this file.
 """
 
+import re
+from pathlib import Path
+
 import numpy as np
 import pytest
+from _feedback import code_in, mismatch_messages, solution_code_in
 
 from helpers import checks
+from helpers.checks import _core
 
 NAMES = sorted(checks.EXERCISES)
+MISTAKES = [(name, code) for name in NAMES for code in checks.EXERCISES[name].mistakes]
 VERDICT_MARKS = ("✓", "✗", "·")
+CHECK_MODULES = sorted(Path(checks.__file__).parent.glob("*.py"))
+# the codes the engine and expect_* give on their own; an exercise's mistakes need names of their own
+GENERIC = {"wrong-values", "wrong-shape", "nan", "not-an-array", "not-boolean", "not-a-function", "returned-none",
+           "crash", "not-finished", "forbidden", "check-failed"}
 
 
 def define(source, name):
@@ -60,14 +70,27 @@ def test_there_are_exercises():
     assert NAMES, "helpers.checks.EXERCISES is empty"
 
 
+@pytest.fixture(autouse=True)
+def no_hints_seen():
+    """Each test starts as a learner who has asked for no hint yet."""
+    _core.HINTS_SHOWN.clear()
+    yield
+    _core.HINTS_SHOWN.clear()
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_registration(name):
     ex = checks.EXERCISES[name]
     assert ex.name == name
     assert callable(getattr(checks, name, None)), f"checks.{name} is not exposed"
-    assert ex.hint and ex.notebook
-    assert f"def {name}(" in ex.solution and f"def {name}(" in ex.wrong
-    assert ex.solution != ex.wrong
+    assert ex.hint and ex.hint2 and ex.hint != ex.hint2 and ex.notebook
+    assert f"def {name}(" in ex.solution
+    assert len(ex.mistakes) >= 3, f"{name}: register the three most likely mistakes, each with its own message"
+    for code, source in ex.mistakes.items():
+        assert re.fullmatch(r"[a-z0-9]+(-[a-z0-9]+)*", code), f"{name}: mistake code {code!r} is not kebab-case"
+        assert code not in GENERIC, f"{name}: {code!r} is a generic code; a named mistake needs its own"
+        assert f"def {name}(" in source and source != ex.solution
+    assert ex.wrong == next(iter(ex.mistakes.values()))
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -77,12 +100,47 @@ def test_solution_is_correct(name, capsys):
     assert bool(result) and printed.startswith("✓")
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_wrong_answer_is_incorrect_with_a_hint(name, capsys):
-    result, printed = run_check(name, define(checks.EXERCISES[name].wrong, name), capsys)
+@pytest.mark.parametrize("name, code", MISTAKES, ids=[f"{n}-{c}" for n, c in MISTAKES])
+def test_each_mistake_gets_its_own_message(name, code, capsys):
+    ex = checks.EXERCISES[name]
+    result, printed = run_check(name, define(ex.mistakes[code], name), capsys)
     assert result.status == checks.INCORRECT, printed
     assert not result and printed.startswith("✗")
-    assert "Hint:" in printed
+    assert result.mistake == code, f"{name}: the {code!r} answer was named {result.mistake!r}:\n{printed}"
+    # the message names the mistake; it neither prints the hint nor gives the solution's code
+    assert ex.hint not in printed and f"checks.hint({name!r}) gives a hint." in printed
+    line = solution_code_in(printed, ex.solution)
+    assert line is None, f"{name} {code}: the message gives away the solution's line {line!r}:\n{printed}"
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_hints_describe_without_code(name):
+    ex = checks.EXERCISES[name]
+    for which, text in (("hint", ex.hint), ("hint2", ex.hint2)):
+        assert code_in(text) is None, f"{name}'s {which} has code, {code_in(text)}: {text}"
+        line = solution_code_in(text, ex.solution)
+        assert line is None, f"{name}'s {which} gives away the solution's line {line!r}"
+
+
+@pytest.mark.parametrize("path", CHECK_MODULES, ids=[p.name for p in CHECK_MODULES])
+def test_messages_are_words_and_shapes_with_a_code(path):
+    """Every Mismatch written in the checks: its text has no code (placeholders aside) and it names its mistake."""
+    for line, text, code in mismatch_messages(path):
+        assert text is not None, f"{path.name}:{line}: write the message as a literal or f-string, so it can be read"
+        assert code_in(text) is None, f"{path.name}:{line}: the message has code, {code_in(text)}: {text}"
+        assert code is not None, f"{path.name}:{line}: give the Mismatch a mistake code"
+
+
+def test_every_code_an_exercise_module_raises_is_registered_with_an_answer_that_gets_it():
+    """A targeted message that no registered mistake reaches is a message no test has read."""
+    registered = {code for ex in checks.EXERCISES.values() for code in ex.mistakes}
+    for path in CHECK_MODULES:
+        if not path.name.startswith("nb"):
+            continue
+        for line, _, code in mismatch_messages(path):
+            name = getattr(code, "value", None)
+            if isinstance(name, str) and name not in GENERIC:
+                assert name in registered, f"{path.name}:{line}: mistake {name!r} has no registered wrong answer"
 
 
 def stub_with_docstring_and_ellipsis(*args, **kwargs):
@@ -159,9 +217,21 @@ def test_answer_that_is_not_a_function_is_incorrect(name, capsys):
 
 @pytest.mark.parametrize("name", NAMES)
 def test_hint_and_solution_print(name, capsys):
+    ex = checks.EXERCISES[name]
     checks.hint(name)
     printed = capsys.readouterr().out
-    assert checks.EXERCISES[name].hint in printed
+    assert ex.hint in printed and ex.hint2 not in printed and "again gives a more concrete one" in printed
+    result = getattr(checks, name)(define(ex.wrong, name))
+    assert f"checks.hint({name!r}) again gives a more concrete hint." in result.message
+    checks.hint(name)
+    printed = capsys.readouterr().out
+    assert ex.hint2 in printed and f"checks.solution({name!r}) shows a solution" in printed
+    result = getattr(checks, name)(define(ex.wrong, name))
+    assert f"checks.solution({name!r}) shows a solution." in result.message
+    checks.hint(name)  # asked a third time: the second hint again
+    assert ex.hint2 in capsys.readouterr().out
+    checks.hint(name, 1)
+    assert ex.hint in capsys.readouterr().out
     checks.solution(name)
     printed = capsys.readouterr().out
     assert printed.strip() == checks.EXERCISES[name].solution
@@ -186,8 +256,74 @@ def test_a_name_cannot_be_registered_twice():
 
     duplicate.__name__ = name
     with pytest.raises(ValueError, match=f"{name!r} is registered twice"):
-        checks.exercise(notebook="99_test", hint="h", solution="", wrong="")(duplicate)
+        checks.exercise(notebook="99_test", hint="h", hint2="h2", solution="", mistakes={"m": ""})(duplicate)
     assert checks.EXERCISES == before
+
+
+def test_hint_with_a_bad_level_or_name_does_not_raise(capsys):
+    checks.hint(NAMES[0], 3)
+    assert "which = 1 or 2" in capsys.readouterr().out
+    assert not _core.HINTS_SHOWN
+
+
+@pytest.fixture
+def scratch_exercise():
+    """Register a throwaway exercise whose check is given by the test; removed afterwards."""
+    made = []
+
+    def register(check_fn, name="scratch_exercise"):
+        check_fn.__name__ = name
+        checks.exercise(notebook="99_test", hint="an idea", hint2="a nearer idea",
+                        solution=f"def {name}(x):\n    return x\n",
+                        mistakes={"m": f"def {name}(x):\n    return 0\n"})(check_fn)
+        made.append(name)
+        return checks.EXERCISES[name]
+
+    yield register
+    for name in made:
+        checks.EXERCISES.pop(name)
+        _core.LATEST.pop(name, None)
+
+
+def test_a_fault_in_the_check_is_owned_by_the_check_not_blamed_on_the_learner(scratch_exercise, capsys):
+    def check(answer):
+        got = checks.call(answer, 3)
+        return {}[got]  # the check's own code fails on what the answer returned
+
+    ex = scratch_exercise(check)
+    result = ex.run(lambda x: x + 1)
+    assert result.status == checks.INCORRECT and result.mistake == "check-failed"
+    assert "could not read your answer (KeyError: 4)" in result.message
+    assert "tell your instructor" in result.message and "your code raised" not in result.message
+
+
+def test_a_crash_in_the_answer_is_the_learners_even_when_the_check_calls_it(scratch_exercise, capsys):
+    ex = scratch_exercise(lambda answer: checks.call(answer, 3))
+    result = ex.run(lambda x: {}[x])
+    assert result.mistake == "crash" and "your code raised KeyError: 3" in result.message
+
+
+ODD_RESULTS = [0.0, "x", True, (1.0, 2.0), [[1.0], [1.0, 2.0]], np.zeros(0), np.zeros((2, 3, 4)), np.full(5, np.nan),
+               np.ones((4, 4), dtype=complex), {"a": 1}, (np.zeros(3), np.zeros(3), np.zeros(3))]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_an_answer_of_the_wrong_kind_is_named_never_a_fault_of_the_check(name, capsys):
+    for odd in ODD_RESULTS:
+        result, printed = run_check(name, lambda *args, odd=odd, **kwargs: odd, capsys)
+        assert result.status == checks.INCORRECT, f"{name} accepted {odd!r}"
+        assert result.mistake != "check-failed", f"{name} could not read {odd!r}:\n{printed}"
+
+
+def test_compare_never_raises_and_says_what_differs(capsys):
+    assert checks.compare(np.array([0.2, 0.8]), [0.2, 0.8])
+    assert capsys.readouterr().out.startswith("✓ your result agrees")
+    result = checks.compare(np.array([0.2, 0.7]), [0.2, 0.8], "attention_row(...)")
+    assert not result and result.mistake == "wrong-values"
+    assert "attention_row(...) differs from the expected values at index (1,): got 0.7, expected 0.8" in result.message
+    assert not checks.compare(np.ones(3), np.ones((2, 3)))
+    assert "has shape (3,), expected (2, 3)" in capsys.readouterr().out
+    assert not checks.compare(None, [1.0]) and not checks.compare([1.0], "abc")
 
 
 # --- the building blocks exercises are written with ---------------------------------
@@ -226,6 +362,19 @@ def test_call_passes_copies():
     assert ids == [3, 1, 4]
 
 
+def test_a_crash_inside_a_helper_names_the_helper_and_quotes_the_learners_line(capsys):
+    import helpers
+
+    def attention_row(X, attention, head, i):
+        weights = helpers.softmax(X[i] @ X.T)
+        return helpers.scaled_dot_product_attention(X, X, weights)[0]  # the weights passed as the values
+
+    printed = run_check("attention_row", attention_row, capsys)[1]
+    assert "raised inside the workshop's `helpers.attention.scaled_dot_product_attention`" in printed
+    assert "called from your line: return helpers.scaled_dot_product_attention(X, X, weights)[0]" in printed
+    assert "raise " not in printed.split("your line:")[1]  # never the helper's own line
+
+
 def test_a_crash_inside_numpy_names_the_learners_line(capsys):
     def cosine_similarity(a, b):
         return a @ b / np.linalg.norm(a, axis=3)  # an axis a vector does not have: the error comes from inside
@@ -242,7 +391,7 @@ def test_numpy_matmul_message_is_explained_in_shapes(capsys):
 
     printed = run_check("qkv_scores", qkv_scores, capsys)[1]
     assert "last axis of A must equal the second-to-last of B, here 3 and 4" in printed
-    assert "a missing .T (Q @ K.T, not Q @ K)" in printed
+    assert "a missing transpose is the usual cause" in printed
 
 
 def test_numpy_broadcast_message_is_explained_in_shapes(capsys):
@@ -253,7 +402,7 @@ def test_numpy_broadcast_message_is_explained_in_shapes(capsys):
     printed = run_check("masked_softmax", masked_softmax, capsys)[1]
     assert "could not be broadcast together" in printed
     assert "compared from the right, each pair of axes must be equal or 1" in printed
-    assert "a[:, None, :]" in printed
+    assert "Insert an axis of length 1" in printed
 
 
 def test_progress_shows_the_latest_verdict_of_each_exercise(capsys):

@@ -22,7 +22,7 @@ CREATED = [f"notebooks/{STEM}.ipynb", f"helpers/checks/{MODULE}.py", f"helpers/w
            f"tests/test_{MODULE}.py"]
 COPIED = ["README.md", "pyproject.toml", "notebooks/00_setup_check.ipynb", "tools/new_notebook.py",
           "tools/tidy_notebooks.py", "deploy/class_link.py", "tests/conftest.py", "tests/_answers.py",
-          "tests/test_checks.py"]
+          "tests/_feedback.py", "tests/test_checks.py"]
 
 
 @pytest.fixture

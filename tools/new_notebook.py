@@ -99,27 +99,45 @@ CHECKS = '''
 
     @exercise(
         notebook="__STEM__",
-        hint="Row i of weights holds query i's weights over the keys, so output row i is sum_j weights[i, j] * V[j]. "
-             "For all rows at once that is one matrix product, (T_q, T_k) times (T_k, d_v) -> (T_q, d_v).",
+        hint="Output row i is the average of the value rows, weighted by row i of the weights. For all the "
+             "queries at once that is one matrix product.",
+        hint2="The weights are (T_q, T_k) and the values (T_k, d_v): the product's inner axis is the keys, "
+              "so each output row is a weighted sum over the keys, and the result is (T_q, d_v).",
         solution="""
             def __EXERCISE__(weights, V):
                 return weights @ V  # (T_q, T_k) @ (T_k, d_v) -> (T_q, d_v)
         """,
-        wrong="""
-            def __EXERCISE__(weights, V):
-                return weights.T @ V  # the columns of weights: the right shape only when T_q == T_k
-        """,
+        mistakes={
+            "transposed": """
+                def __EXERCISE__(weights, V):
+                    return weights.T @ V  # the columns of weights: the right shape only when T_q == T_k
+            """,
+            "plain-mean": """
+                def __EXERCISE__(weights, V):
+                    return np.broadcast_to(V.mean(axis=0), (weights.shape[0], V.shape[1]))
+            """,
+            "elementwise": """
+                def __EXERCISE__(weights, V):
+                    return weights * V  # runs only when the shapes happen to agree
+            """,
+        },
     )
     def __EXERCISE__(answer):
         rng = check_rng()
-        for T_q, T_k, d_v in ((3, 3, 2), (4, 4, 5), (2, 6, 3)):
+        for T_q, T_k, d_v in ((3, 3, 3), (4, 4, 5), (2, 6, 3)):
             weights = rng.dirichlet(np.ones(T_k), size=T_q)  # (T_q, T_k): each row sums to 1
             V = rng.normal(size=(T_k, d_v))  # (T_k, d_v)
             what = f"__EXERCISE__(weights, V) for weights {weights.shape} and V {V.shape}"
             got = as_array(call(answer, weights, V), what)
             if T_q == T_k and got.shape == (T_q, d_v) and np.allclose(got, weights.T @ V):
-                raise Mismatch(f"{what} averages with the columns of weights (weights.T @ V): row i of weights "
-                               "holds query i's weights, so use weights @ V")
+                raise Mismatch(f"{what} averages with the columns of weights: row i of weights holds query i's "
+                               "weights, so output row i is the values weighted by row i", "transposed")
+            if T_k == d_v and got.shape == (T_q, d_v) and np.allclose(got, weights * V):
+                raise Mismatch(f"{what} multiplied the weights and the values entry by entry; mixing sums over "
+                               "the keys: a matrix product, (T_q, T_k) times (T_k, d_v)", "elementwise")
+            if got.shape[-1:] == (d_v,) and np.allclose(got, V.mean(axis=0)):
+                raise Mismatch(f"{what} gave every query the plain mean of the values: weigh value j by query "
+                               "i's weight for key j", "plain-mean")
             expect_close(got, weights @ V, what)
 '''
 
@@ -218,11 +236,11 @@ TEST = '''
         assert all(f"{w:.3f}</td>" in shown[-1] for w in row)  # the bars show the chosen row's numbers
 
 
-    def test_example_check_passes_the_solution_and_names_the_wrong_answer():
+    def test_example_check_passes_the_solution_and_names_the_transpose():
         assert checks.__EXERCISE__(solution(EXERCISE)).status == checks.CORRECT
-        wrong = define(checks.EXERCISES[EXERCISE].wrong, EXERCISE)
+        wrong = define(checks.EXERCISES[EXERCISE].mistakes["transposed"], EXERCISE)
         result = checks.__EXERCISE__(wrong)
-        assert result.status == checks.INCORRECT and "columns of weights (weights.T @ V)" in result.message
+        assert result.mistake == "transposed" and "averages with the columns of weights" in result.message
 '''
 
 # --- the notebook: (cell type, source, tags); the bootstrap is copied from 00 ------------------

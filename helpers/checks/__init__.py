@@ -1,4 +1,4 @@
-"""Exercise checks: ✓ correct / ✗ what differs + a hint / · not attempted. A check never raises.
+"""Exercise checks: ✓ correct / ✗ the mistake, named in words / · not attempted. A check never raises.
 
 In a notebook:
 
@@ -7,8 +7,9 @@ In a notebook:
         raise NotImplementedError
 
     checks.cosine_similarity(cosine_similarity)   # prints one verdict line (and a hint)
-    checks.hint("cosine_similarity")              # prints the hint
+    checks.hint("cosine_similarity")              # prints a hint (asked again: a more concrete one)
     checks.solution("cosine_similarity")          # prints a solution
+    checks.compare(got, expected)                 # ✓ or ✗ where they differ, for a cell of your own
 
 The engine is in `_core.py`, the reference answers in `_reference.py`, and each notebook's
 exercises in its own module, `nbNN_<notebook>.py`, found and registered on import.
@@ -28,6 +29,7 @@ from helpers.checks._core import (  # noqa: F401 - the public names of the packa
     Result,
     as_array,
     call,
+    compare,
     exercise,
     expect_close,
     expect_equal,

@@ -1,11 +1,13 @@
-"""The checks' engine: verdicts, the registry, `call`, `expect_*`, hint and solution.
+"""The checks' engine: verdicts, the registry, `call`, `expect_*`, hints and solution.
 
-A check never raises: ✓ correct / ✗ what differs + a hint / · not attempted.
+A check never raises: ✓ correct / ✗ what is wrong, in words and shapes / · not attempted.
 Adding an exercise: in the notebook's module (helpers/checks/nbNN_name.py) write a function
-that takes the learner's answer and raises `Mismatch` (through `expect_close` / `expect_equal`
-/ `call`) when it is wrong, and decorate it with `@exercise(notebook=..., hint=..., solution=...,
-wrong=...)`. `solution` and `wrong` are source code defining the learner's function; the
-tests run every exercise's check on both, on an untouched stub and on crashing answers.
+that takes the learner's answer and raises `Mismatch(message, code)` (or lets `expect_close` /
+`expect_equal` / `call` raise it) when it is wrong, and decorate it with `@exercise(notebook=...,
+hint=..., hint2=..., solution=..., mistakes={code: source})`. `solution` and each mistake are
+source code defining the learner's function; the tests run every exercise's check on all of
+them (each mistake must get its own code), on an untouched stub and on crashing answers.
+Feedback teaches without handing out code: only `solution` holds code (docs/adding-an-exercise.md).
 """
 
 import copy
@@ -23,7 +25,15 @@ CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
 
 
 class Mismatch(Exception):
-    """The answer is wrong; the message says what differs."""
+    """The answer is wrong: the message says what, in words and shapes; `code` names the mistake.
+
+    code: a short stable name of a recognised mistake ("wrong-axis", "no-residual"), the same one the
+    exercise's `mistakes` registers; the generic comparisons use "wrong-shape", "wrong-values", ...
+    """
+
+    def __init__(self, message, code):
+        super().__init__(message)
+        self.code = code
 
 
 class NotAttempted(Exception):
@@ -35,10 +45,16 @@ class Exercise:
     name: str  # the check's name, also the name of the function the learner writes
     notebook: str
     check: object  # callable(answer) -> None, raises Mismatch when wrong
-    hint: str
-    solution: str  # source code defining `name`
-    wrong: str  # source code defining a plausible wrong `name` (for the tests)
+    hint: str  # the idea, in words; names at most a function
+    hint2: str  # a more concrete second hint, still without code
+    solution: str  # source code defining `name`: the only place an exercise shows code
+    mistakes: dict  # code -> source defining a plausible wrong `name` that the check names with that code
     forbid: tuple = ()  # "module.name" of workshop functions the answer may not call (they are the answer)
+
+    @property
+    def wrong(self):
+        """The source of the first registered mistake (one plausible wrong answer)."""
+        return next(iter(self.mistakes.values()))
 
     def run(self, answer):
         """Check `answer`, print one verdict line and return the Result."""
@@ -52,6 +68,7 @@ class Result:
     exercise: str
     status: str
     message: str
+    mistake: str = None  # the Mismatch code of a wrong answer ("wrong-axis", "crash", ...); None otherwise
 
     def __bool__(self):
         return self.status == CORRECT
@@ -63,13 +80,17 @@ class Result:
 
 EXERCISES = {}
 # names the checks package already uses: an exercise may not take them
-RESERVED = {"hint", "solution", "progress", "call", "exercise", "expect_close", "expect_equal", "as_array"}
+RESERVED = {"hint", "solution", "progress", "call", "exercise", "expect_close", "expect_equal", "as_array",
+            "compare"}
 LATEST = {}  # exercise name -> the status of its latest check in this kernel (for progress())
+HINTS_SHOWN = {}  # exercise name -> how many of its hints the learner has asked for in this kernel
 
 
-def exercise(*, notebook, hint, solution, wrong, forbid=()):
+def exercise(*, notebook, hint, solution, hint2="", mistakes=None, forbid=(), wrong=None):  # TRANSITION: wrong=
     """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`.
 
+    hint: the idea in words (no code); hint2: a more concrete second hint (still no code).
+    mistakes: {code: source} plausible wrong answers, each of which the check names with `code`.
     forbid: "module.name" of workshop functions that already are the answer (e.g. "helpers.softmax"
     for an exercise that writes a softmax): an answer calling one is told to write it itself.
     """
@@ -81,8 +102,13 @@ def exercise(*, notebook, hint, solution, wrong, forbid=()):
         if name in EXERCISES:  # a second one would silently replace the first
             raise ValueError(f"exercise {name!r} is registered twice (notebooks "
                              f"{EXERCISES[name].notebook} and {notebook}): rename one")
-        EXERCISES[name] = Exercise(name, notebook, check_fn, textwrap.dedent(hint).strip(),
-                                   textwrap.dedent(solution).strip(), textwrap.dedent(wrong).strip(), tuple(forbid))
+        nonlocal mistakes
+        if mistakes is None and wrong is not None:  # TRANSITION
+            mistakes = {"unnamed": wrong}
+        if not mistakes:
+            raise ValueError(f"exercise {name!r} registers no mistakes: give at least one plausible wrong answer")
+        EXERCISES[name] = Exercise(name, notebook, check_fn, _clean(hint), _clean(hint2), _clean(solution),
+                                   {code: _clean(source) for code, source in mistakes.items()}, tuple(forbid))
 
         @functools.wraps(check_fn)
         def run(answer):
@@ -93,16 +119,28 @@ def exercise(*, notebook, hint, solution, wrong, forbid=()):
     return register
 
 
+def _clean(text):
+    return textwrap.dedent(text).strip()
+
+
 def call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the (array, list, dict) arguments; returning None is a Mismatch."""
+    """Call the learner's function on copies of the (array, list, dict) arguments; returning None is a Mismatch.
+
+    An exception from the learner's code is marked as theirs (the verdict quotes their line); one
+    raised by the check's own code after it is a fault of the check, and says so.
+    """
     if not callable(fn):
-        raise Mismatch(f"expected a function, got {type(fn).__name__}")
+        raise Mismatch(f"expected a function, got {type(fn).__name__}", "not-a-function")
     copies = [copy.deepcopy(a) if isinstance(a, (np.ndarray, list, dict)) else a for a in args]
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        result = fn(*copies, **kwargs)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result = fn(*copies, **kwargs)
+    except Exception as exc:
+        exc._raised_by_the_answer = True
+        raise
     if result is None:
-        raise Mismatch("your function returned None: did you forget `return`?")
+        raise Mismatch("your function returned None: did you forget `return`?", "returned-none")
     return result
 
 
@@ -111,9 +149,9 @@ def as_array(got, what):
     try:
         arr = np.asarray(got)
     except Exception:  # a ragged list, an object numpy cannot read
-        raise Mismatch(f"{what} should be an array, got {type(got).__name__}") from None
-    if arr.dtype == object:
-        raise Mismatch(f"{what} should be an array of numbers, got {type(got).__name__}")
+        raise Mismatch(f"{what} should be an array, got {type(got).__name__}", "not-an-array") from None
+    if arr.dtype == object or arr.dtype.kind in "USV":
+        raise Mismatch(f"{what} should be an array of numbers, got {type(got).__name__}", "not-an-array")
     return arr
 
 
@@ -122,17 +160,19 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
     expected = np.asarray(expected)
     arr = as_array(got, what)
     if arr.shape != expected.shape:
-        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}")
+        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
     if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
-        raise Mismatch(f"{what} should hold numbers, got dtype {arr.dtype}")
+        raise Mismatch(f"{what} should hold numbers, got dtype {arr.dtype}", "not-an-array")
+    if np.iscomplexobj(arr):
+        raise Mismatch(f"{what} holds complex numbers; expected real ones", "not-an-array")
     if np.any(np.isnan(arr.astype(float))) and not np.any(np.isnan(expected.astype(float))):
-        raise Mismatch(f"{what} contains NaN")
+        raise Mismatch(f"{what} contains NaN", "nan")
     if not np.allclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True):
         diff = np.abs(arr.astype(float) - expected.astype(float))
         where = np.unravel_index(np.nanargmax(diff), diff.shape) if diff.ndim else ()
         at = f" at index {tuple(int(i) for i in where)}" if where else ""
         raise Mismatch(f"{what} differs from the expected values{at}: "
-                       f"got {float(arr[where]):.4g}, expected {float(expected[where]):.4g}")
+                       f"got {float(arr[where]):.4g}, expected {float(expected[where]):.4g}", "wrong-values")
 
 
 def expect_equal(got, expected, what):
@@ -140,38 +180,82 @@ def expect_equal(got, expected, what):
     expected = np.asarray(expected)
     arr = as_array(got, what)
     if arr.shape != expected.shape:
-        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}")
+        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
     if expected.dtype == bool and arr.dtype != bool:
-        raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}")
+        raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}", "not-boolean")
     if not np.array_equal(arr, expected):
         where = tuple(int(i) for i in np.argwhere(arr != expected)[0])
-        raise Mismatch(f"{what} differs at index {where}: got {arr[where]}, expected {expected[where]}")
+        raise Mismatch(f"{what} differs at index {where}: got {arr[where]}, expected {expected[where]}", "wrong-values")
+
+
+def _next_help(name):
+    """The line under a verdict: where the learner's next piece of help is (a hint, the second, the solution)."""
+    shown = HINTS_SHOWN.get(name, 0)
+    if shown == 0:
+        return f"checks.hint({name!r}) gives a hint."
+    if shown == 1:
+        return f"checks.hint({name!r}) again gives a more concrete hint."
+    return f"checks.solution({name!r}) shows a solution."
 
 
 def _run(ex, answer):
-    """Run one check and print one verdict; never raises (except KeyboardInterrupt)."""
+    """Run one check and print one verdict; never raises (except KeyboardInterrupt).
+
+    A ✗ names the mistake and says where help is; it does not print the hint itself: the message
+    already says what is wrong, and a learner who wants more asks for it (docs/adding-an-exercise.md).
+    """
+    mistake = None
     try:
         if answer is None or answer is Ellipsis or is_untouched_stub(answer):
             raise NotAttempted
         forbidden = uses_forbidden(answer, ex.forbid)
         if forbidden:
             raise Mismatch(f"your {ex.name} calls the workshop's own `{forbidden}`, which is the answer: "
-                           "write it yourself from numpy operations, that is what this exercise practises")
+                           "write it yourself from numpy operations, that is what this exercise practises",
+                           "forbidden")
         ex.check(answer)
         status, message = CORRECT, f"✓ {ex.name}: correct!"
     except NotAttempted:
         status = NOT_ATTEMPTED
         message = (f"· {ex.name}: not attempted yet. Write your code in place of `raise NotImplementedError` "
-                   f"and run the cell again.\n  checks.hint({ex.name!r}) gives a hint.")
+                   f"and run the cell again.\n  {_next_help(ex.name)}")
     except Mismatch as exc:
-        status, message = INCORRECT, f"✗ {ex.name}: {exc}\n  Hint: {ex.hint}"
-    except Exception as exc:  # a crash inside the learner's code is shown, never raised
-        status, message = INCORRECT, f"✗ {ex.name}: {explain_crash(exc, answer)}\n  Hint: {ex.hint}"
+        status, mistake = INCORRECT, exc.code
+        message = f"✗ {ex.name}: {exc}\n  {_next_help(ex.name)}"
+    except Exception as exc:  # never raised: a crash in the learner's code is shown, one in the check is owned
+        status = INCORRECT
+        if getattr(exc, "_raised_by_the_answer", False):
+            mistake = "not-finished" if isinstance(exc, NotImplementedError) else "crash"
+            text = explain_crash(exc, answer)
+        else:
+            mistake, text = "check-failed", (
+                f"the check could not read your answer ({type(exc).__name__}: {exc}). Compare what your function "
+                "returns (its type, shape and order) with what the exercise asks for; if they match, this is a "
+                "fault of the workshop's check: tell your instructor")
+        message = f"✗ {ex.name}: {text}\n  {_next_help(ex.name)}"
     LATEST.pop(ex.name, None)  # re-inserted: the last one checked comes last
     LATEST[ex.name] = status
     print(message)
     sys.stdout.flush()
-    return Result(ex.name, status, message)
+    return Result(ex.name, status, message, mistake)
+
+
+def compare(got, expected, what="your result", rtol=1e-5, atol=1e-8):
+    """Print ✓ when `got` has `expected`'s shape and values (to rtol/atol), else ✗ and where they differ.
+
+    For trying things in a cell of your own: it never raises, so Run All never stops there.
+    Returns a Result (true when they agree).
+    """
+    try:
+        expect_close(got, expected, what, rtol=rtol, atol=atol)
+        status, mistake, message = CORRECT, None, f"✓ {what} agrees with the expected values"
+    except Mismatch as exc:
+        status, mistake, message = INCORRECT, exc.code, f"✗ {exc}"
+    except Exception as exc:  # e.g. `expected` itself is not numbers
+        status, mistake, message = INCORRECT, "not-an-array", f"✗ could not compare {what}: {type(exc).__name__}: {exc}"
+    print(message)
+    sys.stdout.flush()
+    return Result("compare", status, message, mistake)
 
 
 def _lookup(name):
@@ -182,11 +266,23 @@ def _lookup(name):
     return EXERCISES[name]
 
 
-def hint(name):
-    """Print the hint for exercise `name`."""
+def hint(name, which=None):
+    """Print a hint for exercise `name`: the first one, then (asked again) a more concrete second one.
+
+    which: 1 or 2 prints that hint (and counts as having seen it).
+    """
     ex = _lookup(name)
-    if ex:
-        print(f"Hint for {name}: {ex.hint}")
+    if not ex:
+        return
+    if which not in (None, 1, 2):
+        print(f"checks.hint({name!r}, which) takes which = 1 or 2, got {which!r}")
+        return
+    level = which or min(HINTS_SHOWN.get(name, 0) + 1, 2)
+    HINTS_SHOWN[name] = max(HINTS_SHOWN.get(name, 0), level)
+    if level == 1:
+        print(f"Hint 1 of 2 for {name}: {ex.hint}\n  (checks.hint({name!r}) again gives a more concrete one.)")
+    else:
+        print(f"Hint 2 of 2 for {name}: {ex.hint2}\n  (checks.solution({name!r}) shows a solution.)")
 
 
 def solution(name):

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import numpy as np
 
-# frames in these folders are not the learner's: the checks, numpy, the standard library, installed packages
-_NOT_THE_LEARNERS = tuple({str(Path(__file__).parent), str(Path(np.__file__).parent),
+# frames in these folders are not the learner's: the workshop's helpers (the checks among them), numpy, the
+# standard library, installed packages
+_HELPERS = str(Path(__file__).parent.parent)
+_NOT_THE_LEARNERS = tuple({_HELPERS, str(Path(np.__file__).parent),
                            *(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib"))})
 
 
@@ -81,9 +83,18 @@ def uses_forbidden(fn, forbid):
 
 
 def explain_crash(exc, fn=None):
-    """One line: the exception, numpy's message explained where it is cryptic, and the learner's line."""
-    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_NOT_THE_LEARNERS)]
+    """One line: the exception, numpy's message explained where it is cryptic, and the learner's line.
+
+    "your line" is the last line of the learner's own code in the traceback; when the exception came
+    from a workshop helper that line called, the helper is named too.
+    """
+    every = traceback.extract_tb(exc.__traceback__)
+    mine = [i for i, f in enumerate(every) if not f.filename.startswith(_NOT_THE_LEARNERS)]
+    frames = [every[i] for i in mine]
     where = f" (in your line: {frames[-1].line})" if frames and frames[-1].line else ""
+    inner = [f for f in every[mine[-1] + 1:] if f.filename.startswith(_HELPERS)] if mine else []
+    if inner and where:
+        where = f" (raised inside the workshop's `{_helper_name(inner[0])}`, called from your line: {frames[-1].line})"
     if isinstance(exc, NotImplementedError):
         raiser = frames[-1].name if frames else "?"
         if fn is not None and raiser == getattr(fn, "__name__", None):
@@ -94,16 +105,24 @@ def explain_crash(exc, fn=None):
     return f"your code raised {type(exc).__name__}: {exc}{where}{_explain_numpy(str(exc))}"
 
 
+def _helper_name(frame):
+    """helpers/attention.py, function softmax -> "helpers.attention.softmax"."""
+    module = Path(frame.filename).relative_to(Path(_HELPERS).parent).with_suffix("")
+    return ".".join(module.parts) + "." + frame.name
+
+
 def _explain_numpy(message):
     """A sentence in shapes for numpy's two most cryptic messages (matmul and broadcasting), else ''."""
     matmul = re.search(r"matmul: Input operand \d has a mismatch in its core dimension \d.*\(size (\d+) is "
                        r"different from (\d+)\)", message)
     if matmul:
-        return (f". In A @ B the last axis of A must equal the second-to-last of B, here {matmul.group(2)} and "
-                f"{matmul.group(1)}: a missing .T (Q @ K.T, not Q @ K) is the usual cause")
+        return (f". In a matrix product A times B the last axis of A must equal the second-to-last of B, here "
+                f"{matmul.group(2)} and {matmul.group(1)}: a missing transpose is the usual cause (queries times "
+                "keys is (T_q, d_k) times (d_k, T_k), so the keys go in transposed)")
     broadcast = re.search(r"could not be broadcast together with shapes (\S+) (\S+)", message)
     if broadcast:
         return (f". Arrays of shapes {broadcast.group(1)} and {broadcast.group(2)} cannot be combined element "
-                "by element: compared from the right, each pair of axes must be equal or 1. Add an axis of 1 where "
-                "one is missing (a[:, None, :]), or keep it with keepdims=True after a sum or max")
+                "by element: compared from the right, each pair of axes must be equal or 1. Insert an axis of "
+                "length 1 where one is missing (indexing with None), or keep the summed axis after a sum or max "
+                "(numpy's keepdims)")
     return ""

@@ -25,26 +25,27 @@ def row_softmax_mistakes(got, scores, what, mask=None):
     if got.shape != scores.shape:
         return
     if np.any(np.isnan(got)):
-        raise Mismatch(f"{what} contains NaN: exp() of large scores overflows (subtract each row's max first), "
-                       "and a row whose keys are all masked gives 0/0 (shift it by 0 and divide by 1 instead)")
+        raise Mismatch(f"{what} contains NaN: exp() of large scores overflows unless each row's max is subtracted "
+                       "first, and a row whose keys are all masked gives 0/0 unless it is shifted by 0 and divided "
+                       "by 1 instead", "nan")
     if scores.shape[-1] > 1 and scores.shape[-2] > 1 and _same(got, softmax(masked, axis=-2)):
-        raise Mismatch(f"{what}: you normalised each column (axis=-2); the softmax runs along each row "
-                       "(axis=-1): every query's weights over the keys sum to 1")
+        raise Mismatch(f"{what}: you normalised each column (axis -2); the softmax runs along each row "
+                       "(the last axis): every query's weights over the keys sum to 1", "wrong-axis")
     with np.errstate(all="ignore"):
         whole = np.exp(masked - masked.max()) / np.exp(masked - masked.max()).sum()
     if _same(got, whole):
         raise Mismatch(f"{what}: you divided by the sum of the whole matrix; divide each row by its own sum "
-                       "(axis=-1, keepdims=True)")
+                       "(summed over the last axis, kept as a column of shape (..., T_q, 1))", "whole-matrix")
     sums = got.sum(axis=-1)
     has_keys = allowed.any(axis=-1)
     if not np.allclose(sums[has_keys], 1, atol=1e-6):
         first = tuple(int(i) for i in np.argwhere(has_keys & ~np.isclose(sums, 1, atol=1e-6))[0])
         raise Mismatch(f"{what}: row {first} sums to {float(sums[first]):.4g}, not 1: divide each row of exp() "
-                       "by its own sum")
+                       "by its own sum", "rows-not-normalised")
 
 
-def same_numbers_other_order(got, expected, what, advice):
-    """Raise Mismatch with `advice` when `got` has `expected`'s shape and entries, but in other places."""
+def same_numbers_other_order(got, expected, what, advice, code):
+    """Raise Mismatch(code) with `advice` when `got` has `expected`'s shape and entries, but in other places."""
     if got.shape == expected.shape and not np.allclose(got, expected) and np.allclose(
             np.sort(got, axis=None), np.sort(expected, axis=None)):
-        raise Mismatch(f"{what} has the right shape and the right numbers in the wrong places: {advice}")
+        raise Mismatch(f"{what} has the right shape and the right numbers in the wrong places: {advice}", code)

@@ -3,6 +3,7 @@
     python benchmarks/tiny_transformer.py --seeds 5
     python benchmarks/tiny_transformer.py --seeds 3 --train 500        # a smaller corpus
     python benchmarks/tiny_transformer.py --seeds 5 --parts            # does LayerNorm / a feed-forward layer help?
+    python benchmarks/tiny_transformer.py --seeds 5 --residual         # and the residual, E' = E + delta_E?
 
 For each seed: a new corpus (training sentences and held-out ones it does not contain), the full
 model (embedding + positions + attention with the residual + read-out), the model without attention
@@ -10,7 +11,8 @@ model (embedding + positions + attention with the residual + read-out), the mode
 way. Printed per seed: held-out accuracy on the masked verb (all sentences, and those with another
 noun, the part that needs word order), the best head's mean attention weight on the subject and how
 often it is that head's largest weight, and the seconds of training. The last lines give each
-baseline's ceiling, which follows from how the grammar is built.
+baseline's ceiling, which follows from how the grammar is built. Training times belong here, not in
+the notebook: they depend on the machine and on what else runs on it.
 """
 
 import argparse
@@ -24,6 +26,7 @@ from helpers import tiny_model as tm
 MODELS = {"full": tm.Config(), "no attention": tm.Config(attention=False), "no positions": tm.Config(positions=False)}
 PARTS = {"attention only": tm.Config(), "+ LayerNorm": tm.Config(layer_norm=True),
          "+ feed-forward": tm.Config(feed_forward=True), "+ both": tm.Config(layer_norm=True, feed_forward=True)}
+RESIDUAL = {"with residual": tm.Config(), "without": tm.Config(residual=False)}
 
 
 def run(config, train, test, seed, steps):
@@ -77,13 +80,15 @@ def main():
     parser.add_argument("--train", type=int, default=2000, help="training sentences")
     parser.add_argument("--test", type=int, default=500, help="held-out sentences")
     parser.add_argument("--steps", type=int, default=400)
-    parser.add_argument("--parts", action="store_true", help="compare LayerNorm and feed-forward variants instead")
+    which = parser.add_mutually_exclusive_group()
+    which.add_argument("--parts", action="store_true", help="compare LayerNorm and feed-forward variants instead")
+    which.add_argument("--residual", action="store_true", help="compare the model with and without its residual")
     args = parser.parse_args()
     print(f"{args.train} training and {args.test} held-out sentences, {args.steps} steps of "
           f"{tm.train.__kwdefaults__['batch_size']} sentences\n")
-    _, (order_free, order_free_hard) = table(PARTS if args.parts else MODELS, args.seeds, args.train, args.test,
-                                             args.steps)
-    if not args.parts:
+    models = PARTS if args.parts else RESIDUAL if args.residual else MODELS
+    _, (order_free, order_free_hard) = table(models, args.seeds, args.train, args.test, args.steps)
+    if models is MODELS:
         print(f"\nceilings (mean over the seeds' held-out sets): without positions {order_free:.3f}, with another "
               f"noun {order_free_hard:.3f} (1 in k for k nouns); without attention "
               f"{grammar.position_only_ceiling():.3f} (1 in 8 subjects)")

@@ -42,7 +42,7 @@ def attention_in_place(q, k, v, causal=False):
 
 
 def online_softmax_step(m, l, acc, scores, values):
-    """Fold one block of keys into a running softmax-weighted sum (the FlashAttention update).
+    """Fold one block of keys into a running softmax-weighted sum (the online softmax, Milakov & Gimelshein 2018).
 
     Shapes: m (...,) running max, l (...,) running sum of exp(s - m), acc (..., d_v),
             scores (..., B) for B keys (-inf = may not attend), values (B, d_v) -> m, l, acc.

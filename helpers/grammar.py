@@ -188,3 +188,26 @@ def position_only_ceiling():
     """The best accuracy on the masked verb from its position alone: the subject is 1 of 8 nouns, drawn
     independently of the sentence's shape. Taught in 08_training_a_tiny_transformer."""
     return 1 / len(NOUNS)
+
+
+def nearest_attractor(sentence):
+    """The position of the attractor noun nearest to the verb (None without attractors).
+
+    An attractor between the subject and the verb is always nearer than one after the verb.
+    Taught in 09_attention_in_a_real_model.
+    """
+    if not sentence.attractors:
+        return None
+    return min(sentence.attractors, key=lambda position: abs(position - sentence.verb))
+
+
+def with_verb_of(sentence, noun):
+    """The same sentence with the verb that agrees with the noun at position `noun` instead (out of the grammar
+    when `noun` is not the subject: a control for what the verb's meaning alone points at).
+
+    Shapes: Sentence, int -> Sentence (same positions).
+    Taught in 09_attention_in_a_real_model.
+    """
+    words = list(sentence.words)
+    words[sentence.verb] = VERB_OF[words[noun]]
+    return sentence._replace(words=tuple(words))

@@ -13,9 +13,11 @@ from matplotlib.lines import Line2D
 
 from helpers._validate import as_float_array
 
-# one colour per head (12): matplotlib's tab10, then black and grey
-HEAD_COLORS = [plt.get_cmap("tab10")(i) for i in range(10)] + [to_rgba("black"), to_rgba("#8c8c8c")]
-KIND_COLORS = {"[CLS]": "#c6dbef", "[SEP]": "#9ecae1", "previous": "#fd8d3c", "next": "#e6550d",
+# one colour per head (12), all different: tab10 with black in place of its grey, then navy and a deep magenta
+HEAD_COLORS = ([plt.get_cmap("tab10")(i) for i in range(7)] + [to_rgba("black")]
+               + [plt.get_cmap("tab10")(i) for i in (8, 9)] + [to_rgba("navy"), to_rgba("#c000c0")])
+# a hue per kind (light, so the numbers written on them stay readable); the two kinds that are not a target are greys
+KIND_COLORS = {"[CLS]": "#6baed6", "[SEP]": "#fee391", "previous": "#fdae6b", "next": "#f768a1",
                "self": "#a1d99b", "broad": "#f0f0f0", "mixed": "#bdbdbd"}
 
 
@@ -66,10 +68,12 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
     return ax
 
 
-def attention_grid(weights, *, title=None, cmap="Blues", size=0.17):
+def attention_grid(weights, *, title=None, cmap="Blues", size=0.17, width=10.0):
     """Every head of every layer in one picture: a T x T heatmap per head, layers down, heads across.
 
     All heads share one colour scale from 0 to the largest weight. Rows are queries, columns keys.
+    size: inches per cell, reduced so that the figure is at most `width` inches wide (a notebook
+    shows a wider figure shrunk, and its labels with it).
     Shapes: weights (L, H, T, T) -> the axes.
     Taught in 09_attention_in_a_real_model.
     """
@@ -81,21 +85,22 @@ def attention_grid(weights, *, title=None, cmap="Blues", size=0.17):
     for layer in range(L):
         for head in range(H):
             mosaic[layer * (T + 1): layer * (T + 1) + T, head * (T + 1): head * (T + 1) + T] = weights[layer, head]
-    _, ax = plt.subplots(figsize=(size * mosaic.shape[1] + 1.2, size * mosaic.shape[0] + 0.8))
+    size = min(size, (width - 1.6) / mosaic.shape[1])
+    _, ax = plt.subplots(figsize=(size * mosaic.shape[1] + 1.6, size * mosaic.shape[0] + 1.0))
     colormap = plt.get_cmap(cmap).with_extremes(bad="white")
     image = ax.imshow(mosaic, cmap=colormap, vmin=0, vmax=np.nanmax(mosaic), interpolation="nearest")
     centres = (T - 1) / 2 + (T + 1) * np.arange(max(L, H))
-    ax.set_xticks(centres[:H], [f"{h}" for h in range(H)], fontsize=8)
-    ax.set_yticks(centres[:L], [f"layer {layer}" for layer in range(L)], fontsize=8)
+    ax.set_xticks(centres[:H], [f"{h}" for h in range(H)], fontsize=11)
+    ax.set_yticks(centres[:L], [f"layer {layer}" for layer in range(L)], fontsize=11)
     ax.xaxis.tick_top()
-    ax.set_xlabel("head", fontsize=9)
+    ax.set_xlabel("head", fontsize=11)
     ax.xaxis.set_label_position("top")
     ax.tick_params(length=0)
     for spine in ax.spines.values():
         spine.set_visible(False)
     plt.colorbar(image, ax=ax, fraction=0.025, pad=0.01, label="weight")
     if title:
-        ax.set_title(title, fontsize=10, pad=24)
+        ax.set_title(title, fontsize=12, pad=28)
     return ax
 
 

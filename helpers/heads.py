@@ -6,6 +6,7 @@ Taught in 09_attention_in_a_real_model.
 
 import numpy as np
 
+from helpers import grammar
 from helpers._validate import as_float_array
 from helpers.attention import entropy
 from helpers.embeddings import unit_rows
@@ -72,15 +73,18 @@ def head_kinds(profile, threshold=0.5, broad=0.75):
     return np.where(means.max(axis=-1) >= threshold, best, kinds).astype(object)
 
 
-def ablated_embeddings(model, sentences):
+def ablated_embeddings(model, sentences, replace=None):
     """The sentence embeddings with each head switched off in turn (the other 71 on).
 
     A head is switched off by a per-head mask that lets it attend to nothing (05's fully masked
-    rows give zero weights): it adds nothing to its layer. The layers before it are unchanged,
-    so they are run once.
-    Shapes: n sentences -> (L, H, n, d_model); [l, h] is the model without layer l's head h.
+    rows give zero weights): it adds nothing to its layer (zero-ablation), or, with `replace`
+    (e.g. mean_head_outputs), the same vector at every token (mean-ablation). The layers before
+    it are unchanged, so they are run once.
+    Shapes: n sentences, replace (L, H, d_model) or None -> (L, H, n, d_model); [l, h] is the model
+    without layer l's head h.
     Taught in 09_attention_in_a_real_model.
     """
+    replace = model._check_replace(replace)
     _, ids, real = model.batch(sentences)
     n, H = len(ids), model.n_heads
     h = model.embed(ids, real)  # (n, T, d)
@@ -93,11 +97,85 @@ def ablated_embeddings(model, sentences):
     out = np.empty((model.n_layers, H, n, model.d_model), dtype=model.dtype)
     for layer in range(model.n_layers):
         h = np.tile(inputs[layer], (H, 1, 1))  # (12 n, T, d)
-        h, _ = model.layer(layer, h, real_12, keep)
+        h, _ = model.layer(layer, h, real_12, keep, replace[layer])
         for later in range(layer + 1, model.n_layers):
             h, _ = model.layer(later, h, real_12)
         out[layer] = model.pool(h, real_12).reshape(H, n, -1)
     return out
+
+
+def _head_values(attention, states):
+    """Each head's value vectors passed through its own rows of W_o: what the head adds per unit of weight.
+
+    Shapes: states (n, T, d_model) -> (n, H, T, d_model).
+    """
+    H, d_head = attention.n_heads, attention.d_head
+    V = (states @ attention.W_v + attention.b_v).reshape(*states.shape[:2], H, d_head)  # (n, T, H, d_head)
+    return np.einsum("nthe,hed->nhtd", V, attention.W_o.reshape(H, d_head, -1))  # (n, H, T, d_model)
+
+
+def mean_head_outputs(model, output):
+    """Each head's output (through its rows of W_o), averaged over every real token of the texts.
+
+    What mean-ablation puts in place of a switched-off head (ablated_embeddings(replace=...)).
+    Shapes: an Output of MiniLM.run for n texts -> (L, H, d_model).
+    Taught in 09_attention_in_a_real_model.
+    """
+    means = []
+    for layer, attention in enumerate(a["attention"] for a in model.layers):
+        values = _head_values(attention, output.states[:, layer])  # (n, H, T, d_model)
+        heads_out = output.weights[:, layer] @ values  # (n, H, T, T) @ (n, H, T, d_model) -> (n, H, T, d_model)
+        means.append(heads_out.transpose(1, 0, 2, 3)[:, output.real].mean(axis=1))  # (H, d_model)
+    return np.stack(means)
+
+
+def norm_share(model, output, key=0):
+    """Per head, the share of the weighted vectors' total length that comes from token `key` ([CLS]).
+
+    For word i: |a_i,key f(x_key)| / sum_j |a_ij f(x_j)|, with f(x) = (x W_v + b_v) W_o (the head's rows),
+    as Kobayashi et al. (2020) measure; averaged over the words (not [CLS], [SEP]) of each text, then the texts.
+    Compare it with the weight share a_i,key: both sum to 1 over the keys.
+    Shapes: an Output of MiniLM.run for n texts -> (L, H).
+    Taught in 09_attention_in_a_real_model.
+    """
+    lengths = output.real.sum(axis=1)
+    words = (np.arange(output.real.shape[1]) >= 1) & (np.arange(output.real.shape[1]) < lengths[:, None] - 1)
+    shares = []
+    for layer, attention in enumerate(a["attention"] for a in model.layers):
+        sizes = np.linalg.norm(_head_values(attention, output.states[:, layer]), axis=-1)  # (n, H, T)
+        weighted = output.weights[:, layer] * sizes[:, :, None, :]  # (n, H, T, T): |a_ij f(x_j)|
+        with np.errstate(invalid="ignore"):  # padded rows are 0 / 0; they are left out below
+            share = weighted[..., key] / weighted.sum(axis=-1)  # (n, H, T)
+        shares.append((np.where(words[:, None], share, 0).sum(axis=-1) / words.sum(axis=1)[:, None]).mean(axis=0))
+    return np.stack(shares)  # (L, H)
+
+
+def verb_subject_weights(model, sentences):
+    """Every head's weight from the verb to its subject, to the nearest attractor noun, and from the other words
+    to the subject, in sentences of helpers.grammar (each with at least one attractor).
+
+    The text is the words and a full stop. The verb's row is the mean of its wordpieces' rows ("meows" is
+    "me ##ows"); a noun's weight is the sum over its wordpieces. "others" averages the rows of the words
+    that are neither the subject nor the verb.
+    Shapes: n Sentence -> {"subject": (n, L, H), "attractor": (n, L, H), "others": (n, L, H)}.
+    Taught in 09_attention_in_a_real_model.
+    """
+    if any(not s.attractors for s in sentences):
+        raise ValueError("every sentence needs an attractor noun (a noun besides the subject)")
+    texts = [" ".join(s.words) + "." for s in sentences]
+    weights = model.run(texts).weights  # (n, L, H, T, T)
+    found = {name: np.empty((len(texts), model.n_layers, model.n_heads)) for name in ("subject", "attractor", "others")}
+    for k, (s, encoding) in enumerate(zip(sentences, model.tokenizer.encode_batch(texts), strict=True)):
+        pieces = {}  # word position -> its wordpieces' token positions
+        for t, w in enumerate(encoding.word_ids):
+            if w is not None and w < len(s.words):  # not [CLS], [SEP] or the full stop
+                pieces.setdefault(w, []).append(t)
+        verb_row = weights[k][:, :, pieces[s.verb]].mean(axis=2)  # (L, H, T)
+        found["subject"][k] = verb_row[..., pieces[s.subject]].sum(axis=-1)
+        found["attractor"][k] = verb_row[..., pieces[grammar.nearest_attractor(s)]].sum(axis=-1)
+        others = [t for w, ts in pieces.items() if w not in (s.subject, s.verb) for t in ts]
+        found["others"][k] = weights[k][:, :, others][..., pieces[s.subject]].sum(axis=-1).mean(axis=-1)
+    return found
 
 
 def token_states(output, word):

@@ -31,6 +31,8 @@ from helpers.transformer import (
 class Config:
     """Which parts the model has, and its sizes. The baselines switch off `attention` or `positions`.
 
+    residual=False reads out the attention's change alone, E' = delta_E, instead of E' = E + delta_E.
+
     Taught in 08_training_a_tiny_transformer.
     """
 
@@ -42,12 +44,15 @@ class Config:
     layer_norm: bool = False
     feed_forward: bool = False
     d_ff: int = 64
+    residual: bool = True  # last, so that the fields before it keep their positions
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_heads", "d_ff"):
             positive_int(getattr(self, name), name)
         if self.d_model % self.n_heads:
             raise ValueError(f"d_model={self.d_model} is not divisible by n_heads={self.n_heads}")
+        if not (self.attention or self.residual):
+            raise ValueError("residual=False needs attention=True: without attention there is no change to read out")
 
 
 def parameter_shapes(config):
@@ -134,7 +139,7 @@ def forward(params, config, ids, lengths, masked):
     if config.attention:
         H = _norm(params, "ln_1", X, config)
         delta_E, cache["weights"] = self_attention(params, H, lengths, config.n_heads, rows=masked)  # (B, 1, d)
-        x = x + delta_E[:, 0]  # the residual: E' = E + delta_E, (B, d)
+        x = x + delta_E[:, 0] if config.residual else delta_E[:, 0]  # the residual: E' = E + delta_E, (B, d)
     cache["x"] = x
     if config.feed_forward:
         u = _norm(params, "ln_2", x, config)
@@ -170,7 +175,8 @@ def backward(d_logits, params, config, cache):
         d_x = d_x + _norm_backward(d_u, params, "ln_2", cache["x"], config, grads)
     ids, lengths, X, masked = cache["ids"], cache["lengths"], cache["X"], cache["masked"]
     d_X = np.zeros_like(X)
-    d_X[np.arange(len(ids)), masked] = d_x  # (B, d) -> (B, T, d): x was the masked rows of X (+ delta_E)
+    if config.residual:  # without it x is delta_E alone, and X gets its gradient only through the attention
+        d_X[np.arange(len(ids)), masked] = d_x  # (B, d) -> (B, T, d): x was the masked rows of X (+ delta_E)
     if config.attention:  # x = X[masked] + delta_E(ln_1(X)): X gets d_x directly and through the attention
         H = _norm(params, "ln_1", X, config)
         d_H, attention_grads = self_attention_backward(d_x[:, None], params, H, lengths, config.n_heads, rows=masked)

@@ -16,3 +16,20 @@ def solution(name):
     from helpers import checks
 
     return define(checks.EXERCISES[name].solution, name)
+
+
+def mistake_cases(messages):
+    """The (exercise, mistake code) pairs of a {exercise: {code: [phrases]}} table, for pytest's parametrize."""
+    return [(name, code) for name in messages for code in messages[name]]
+
+
+def reads_as_meant(messages, name, code):
+    """Exercise `name`'s registered mistake `code` is named with that code, in a message holding every phrase
+    of messages[name][code]; and the table reads every mistake the exercise registers."""
+    from helpers import checks
+
+    assert set(messages[name]) == set(checks.EXERCISES[name].mistakes), "a mistake was added or removed: read it"
+    result = getattr(checks, name)(define(checks.EXERCISES[name].mistakes[code], name))
+    assert result.mistake == code, result.message
+    for words in messages[name][code]:
+        assert words in result.message, (words, result.message)

@@ -122,3 +122,24 @@ def test_determining_position():
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_the_nearest_attractor_is_the_noun_closest_to_the_verb(sentences):
+    assert g.nearest_attractor(g.parse("the dog barks")) is None
+    assert g.nearest_attractor(g.parse("the dog near the cat behind the cows barks with the bird")) == 7  # cows
+    assert g.nearest_attractor(g.parse("the dog barks with the big bird")) == 6
+    for s in sentences[:500]:
+        if s.attractors:
+            nearest = g.nearest_attractor(s)
+            assert nearest in s.attractors
+            assert all(abs(nearest - s.verb) < abs(a - s.verb) for a in s.attractors if a != nearest)
+
+
+def test_with_verb_of_puts_in_the_verb_of_another_noun():
+    s = g.parse("the dog behind the young cats barks")
+    swapped = g.with_verb_of(s, 5)
+    assert swapped.words == ("the", "dog", "behind", "the", "young", "cats", "meow")
+    assert swapped[1:] == s[1:]  # the same positions
+    assert g.with_verb_of(s, s.subject) == s
+    with pytest.raises(ValueError, match="expected the verb 'barks'"):
+        g.parse(swapped.words)  # out of the grammar, on purpose

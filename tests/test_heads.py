@@ -3,8 +3,9 @@
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex, to_rgb
 
-from helpers import head_views, heads
+from helpers import grammar, head_views, heads
 
 T = 6  # [CLS] w1 w2 w3 w4 [SEP]
 
@@ -109,6 +110,68 @@ def test_ablated_embeddings_are_the_model_with_that_head_masked(model):
     assert not np.allclose(ablated[5, 11], model.encode(sentences), atol=1e-3)
 
 
+def test_ablated_embeddings_with_a_replacement_are_mean_ablation(model):
+    sentences = ["The cat sat on the mat.", "A bat flew out of the cave at dusk."]
+    typical = heads.mean_head_outputs(model, model.run(sentences))  # (6, 12, 384)
+    ablated = heads.ablated_embeddings(model, sentences, replace=typical)
+    for layer, head in ((1, 4), (5, 11)):
+        keep = np.ones((6, 12), dtype=bool)
+        keep[layer, head] = False
+        np.testing.assert_allclose(ablated[layer, head], model.encode(sentences, head_mask=keep, replace=typical),
+                                   atol=1e-6)
+
+
+def _head_outputs(model, text, layer, head):
+    """One head's output through its rows of W_o, written out. Shapes: -> (T, 384)."""
+    attention = model.layers[layer]["attention"]
+    h = model.hidden_states(text)[layer].astype(np.float64)  # (T, 384)
+    cols = slice(32 * head, 32 * head + 32)
+    V = h @ attention.W_v[:, cols] + attention.b_v[cols]  # (T, 32)
+    return model.attentions(text)[layer, head] @ V @ attention.W_o[cols]  # (T, T) @ (T, 32) @ (32, 384)
+
+
+def test_mean_head_outputs_average_each_heads_output_over_the_real_tokens(model):
+    texts = ["The cat sat on the mat.", "Hi."]  # of different lengths: the second is padded
+    means = heads.mean_head_outputs(model, model.run(texts))
+    assert means.shape == (6, 12, 384)
+    for layer, head in ((0, 2), (4, 5)):
+        outputs = np.concatenate([_head_outputs(model, t, layer, head) for t in texts])  # every real token
+        np.testing.assert_allclose(means[layer, head], outputs.mean(axis=0), atol=1e-5)
+
+
+def test_norm_share_is_each_keys_share_of_the_weighted_lengths(model):
+    text, layer, head = "The cat sat on the mat.", 3, 1
+    attention = model.layers[layer]["attention"]
+    h = model.hidden_states(text)[layer].astype(np.float64)
+    cols = slice(32 * head, 32 * head + 32)
+    f = (h @ attention.W_v[:, cols] + attention.b_v[cols]) @ attention.W_o[cols]  # (T, 384)
+    weights = model.attentions(text)[layer, head]  # (T, T)
+    T = len(weights)
+    shares = [weights[i, 0] * np.linalg.norm(f[0]) / sum(weights[i, j] * np.linalg.norm(f[j]) for j in range(T))
+              for i in range(1, T - 1)]  # the words
+    got = heads.norm_share(model, model.run([text, "A much longer sentence pads this one out."]))
+    assert got.shape == (6, 12) and np.all((0 <= got) & (got <= 1))
+    assert got[layer, head] == pytest.approx((np.mean(shares) + heads.norm_share(
+        model, model.run(["A much longer sentence pads this one out."]))[layer, head]) / 2, abs=1e-5)
+    assert heads.norm_share(model, model.run([text]))[layer, head] == pytest.approx(np.mean(shares), abs=1e-5)
+
+
+def test_verb_subject_weights_read_the_verbs_row(model):
+    sentences = [grammar.parse("the dog behind the young cats barks"), grammar.parse("the cats near the cow meow")]
+    found = heads.verb_subject_weights(model, sentences)
+    assert set(found) == {"subject", "attractor", "others"} and found["subject"].shape == (2, 6, 12)
+    weights = model.attentions("the dog behind the young cats barks.")  # [CLS] the dog behind the young cats bark ##s
+    tokens = model.tokenize("the dog behind the young cats barks.")
+    verb, dog, cats = [7, 8], tokens.index("dog"), tokens.index("cats")
+    assert [tokens[i] for i in verb] == ["bark", "##s"]
+    np.testing.assert_allclose(found["subject"][0], weights[:, :, verb, dog].mean(axis=-1), atol=1e-6)
+    np.testing.assert_allclose(found["attractor"][0], weights[:, :, verb, cats].mean(axis=-1), atol=1e-6)
+    others = [1, 3, 4, 5, 6]  # the behind the young cats
+    np.testing.assert_allclose(found["others"][0], weights[:, :, others, dog].mean(axis=-1), atol=1e-6)
+    with pytest.raises(ValueError, match="attractor"):
+        heads.verb_subject_weights(model, [grammar.parse("the dog barks")])
+
+
 def test_token_states_finds_the_word_or_its_plural(model):
     out = model.run(["Bats are essential.", "He swung the bat."])
     states = heads.token_states(out, "bat")
@@ -154,6 +217,23 @@ def test_attention_grid_tiles_every_head(rng):
     plt.close("all")
     with pytest.raises(ValueError, match=r"\(L, H, T, T\)"):
         head_views.attention_grid(weights[0])
+
+
+def test_attention_grid_fits_a_notebooks_width_with_readable_labels(rng):
+    weights = rng.dirichlet(np.ones(20), size=(6, 12, 20))  # 20 tokens: about 40 inches at the default size
+    ax = head_views.attention_grid(weights)
+    assert ax.figure.get_size_inches()[0] <= 10.01
+    assert all(t.get_fontsize() >= 10 for t in ax.get_xticklabels() + ax.get_yticklabels())
+
+
+def test_every_head_and_every_kind_has_a_colour_of_its_own():
+    assert len({to_hex(c) for c in head_views.HEAD_COLORS}) == 12
+    assert "#7f7f7f" not in {to_hex(c) for c in head_views.HEAD_COLORS}  # no two greys (tab10's and another)
+    rgb = np.array([to_rgb(c) for c in head_views.KIND_COLORS.values()])
+    gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1)[np.triu_indices(len(rgb), 1)]
+    assert gaps.min() > 0.2  # [CLS] and [SEP] were two light blues 0.18 apart
+    cls, sep = (np.array(to_rgb(head_views.KIND_COLORS[k])) for k in ("[CLS]", "[SEP]"))
+    assert np.linalg.norm(cls - sep) > 0.4
 
 
 def test_kinds_grid_colours_each_head_by_its_kind():

@@ -1,6 +1,8 @@
 """What 01_embeddings adds: the word explorer and its numbers, and the exercises' targeted messages."""
 
 import numpy as np
+import pytest
+from _answers import mistake_cases, reads_as_meant, solution
 
 from helpers import checks, widgets
 from helpers.embeddings import cosine_similarity
@@ -52,15 +54,6 @@ def test_word_explorer_redraws_when_a_word_changes(emb, shown):
     assert "kings" in shown[-1] and "cos(king, queen)" in shown[-1]
 
 
-def test_nearest_neighbours_check_explains_the_order():
-    def ascending(v, table, k):
-        cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
-        return np.argsort(cosines)[-k:]
-
-    result = checks.nearest_neighbours(ascending)
-    assert result.status == checks.INCORRECT and "wrong order" in result.message
-
-
 # --- the exercises' targeted messages ---------------------------------------------------------
 
 
@@ -69,11 +62,30 @@ def verdict(check, answer):
     return result.status, result.message
 
 
-def test_cosine_check_names_the_dot_product_and_a_single_length():
-    status, message = verdict(checks.cosine_similarity, lambda a, b: a @ b)
-    assert status == checks.INCORRECT and "you returned the dot product" in message
-    status, message = verdict(checks.cosine_similarity, lambda a, b: a @ b / np.linalg.norm(a))
-    assert status == checks.INCORRECT and "divided by the length of a only" in message
+# each registered mistake, and words its message must contain: what the learner did, and what it should be
+MESSAGES = {
+    "cosine_similarity": {
+        "dot-product": ["you returned the dot product", "divides it by both lengths"],
+        "one-length": ["by the length of a only", "divides it by both lengths"],
+        "no-brackets": ["then multiplied by the length of b", "from left to right", "in brackets"],
+        "elementwise": ["has shape (2,), one number per dimension", "adds those products up into one number"],
+        "squared-lengths": ["divided by the squared lengths", "square root of its dot product with itself"],
+    },
+    "nearest_neighbours": {
+        "dot-product": ["ranks the rows as their dot products with v do", "long rows win", "own length"],
+        "least-similar": ["gave the least similar rows", "from smallest to largest"],
+        "wrong-order": ["the right rows in the wrong order", "most similar first"],
+        "values-not-rows": ["returned the 5 largest cosines themselves", "numbers of their rows"],
+        "lengths-as-a-column": ["has shape (5, 60)", "kept as a column of shape (60, 1)", "a (60, 60) table",
+                                "60 lengths of the same shape, (60,)"],
+        "column-lengths": ["met 8 lengths, shape (8,)", "the table's 8 columns", "60 of them, measured along the rows"],
+    },
+}
+
+
+@pytest.mark.parametrize("name, code", mistake_cases(MESSAGES))
+def test_each_mistake_reads_as_meant(name, code):
+    reads_as_meant(MESSAGES, name, code)
 
 
 def test_cosine_check_refuses_the_workshops_own_cosine():
@@ -83,13 +95,23 @@ def test_cosine_check_refuses_the_workshops_own_cosine():
     assert status == checks.INCORRECT and "calls the workshop's own `helpers.embeddings.cosine_similarity`" in message
 
 
-def test_nearest_neighbours_check_names_dot_product_ranking_and_ascending_order():
-    def by_dot(v, table, k):
-        return np.argsort(-(table @ v))[:k]
+def test_nearest_neighbours_check_names_a_single_length_as_a_dot_product_ranking():
+    def one_length(v, table, k):  # the length of the whole table: one number, so the ranking is the dot product's
+        cosines = table @ v / (np.linalg.norm(table) * np.linalg.norm(v))
+        return np.argsort(-cosines)[:k]
 
-    def least_similar(v, table, k):
-        cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
-        return np.argsort(cosines)[:k]
+    result = checks.nearest_neighbours(one_length)
+    assert result.mistake == "dot-product" and "one length for the whole table" in result.message
 
-    assert "ranks by the dot product" in verdict(checks.nearest_neighbours, by_dot)[1]
-    assert "gave the least similar rows" in verdict(checks.nearest_neighbours, least_similar)[1]
+
+def test_nearest_neighbours_check_passes_other_crashes_on_to_the_learner():
+    def product_the_wrong_way(v, table, k):
+        return np.argsort(-(v @ table))[:k]  # (8,) @ (60, 8): numpy's matmul error, not a broadcast
+
+    result = checks.nearest_neighbours(product_the_wrong_way)
+    assert result.mistake == "crash" and "in your line: return np.argsort(-(v @ table))[:k]" in result.message
+
+
+def test_nearest_neighbours_solution_finds_the_notebooks_neighbours(emb):
+    top = solution("nearest_neighbours")(emb.vector("cat"), emb.table, 3)
+    assert [emb.vocab[i] for i in top] == ["cat", "cats", "kitten"]

@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from _answers import solution
+from _answers import mistake_cases, reads_as_meant, solution
 
 from helpers import checks, softmax, widgets
 
@@ -78,15 +78,6 @@ def test_temperature_sliders_show_their_whole_label(emb):
         assert isinstance(slider, ipw.FloatLogSlider) and slider.style.description_width == "initial"
 
 
-def test_attention_without_weights_check_catches_a_column_softmax():
-    def column_softmax(X):
-        S = X @ X.T
-        e = np.exp(S - S.max(axis=0, keepdims=True))
-        return (e / e.sum(axis=0, keepdims=True)) @ X
-
-    assert checks.attention_without_weights(column_softmax).status == checks.INCORRECT
-
-
 def test_exercise_solutions_agree_with_the_helpers(emb):
     X = emb.vectors("The cat sat on the mat").astype(np.float64)
     from helpers import scaled_dot_product_attention
@@ -103,26 +94,59 @@ def test_exercise_solutions_agree_with_the_helpers(emb):
 # --- the exercises' targeted messages ---------------------------------------------------------
 
 
-def test_row_softmax_check_names_the_common_mistakes():
-    def columns(S):
-        e = np.exp(S - S.max(axis=0, keepdims=True))
-        return e / e.sum(axis=0, keepdims=True)
+# each registered mistake, and words its message must contain: what the learner did, and what it should be
+MESSAGES = {
+    "similarity_matrix": {
+        "transposed": ["has shape (7, 7)", "compared the 7 columns (the dimensions)", "(T, d) times (d, T)"],
+        "cosine-ignored": ["cosine=True) for X of shape (5, 7) gave the plain dot products", "diagonal is all 1"],
+        "always-cosine": ["gave the cosines", "cosine was left False", "plain dot products"],
+        "lengths-as-a-row": ["the 5 row lengths, shape (5,)", "met the 7 columns", "as a column, shape (5, 1)"],
+        "column-lengths": ["divided each of the 7 columns by its length", "each row, a token's vector"],
+        "one-length": ["by one number, the length of the whole matrix", "5 lengths, one per token"],
+    },
+    "row_softmax": {
+        "wrong-axis": ["you normalised each column", "runs along each row"],
+        "whole-matrix": ["the sum of the whole matrix", "each row by its own sum"],
+        "rows-not-normalised": ["sums to 1.375, not 1", "by its own sum"],
+        "no-max-shift": ["NaN in the first row", "overflows to infinity", "Subtract each row's maximum"],
+        "global-max-shift": ["NaN in the second row", "largest score of the whole matrix", "each row's own maximum"],
+        "sums-as-a-row": ["came out as shape (4,)", "with the 6 columns", "as a column, shape (4, 1)"],
+        "no-exp": ["without the exponential", "negative weights"],
+    },
+    "attention_without_weights": {
+        "no-softmax": ["the scores times X, without the softmax", "weights that sum to 1"],
+        "returned-weights": ["returned a (4, 4) matrix: those are the weights", "shape (T, d) = (4, 6)"],
+        "wrong-axis": ["the weights by which your", "you normalised each column", "runs along each row"],
+        "whole-matrix": ["the weights by which your", "the sum of the whole matrix"],
+        "scaled": ["divided the scores by √d = √6", "notebook 04's subject"],
+    },
+}
 
-    def whole_matrix(S):
-        e = np.exp(S - S.max())
-        return e / e.sum()
 
-    def no_shift(S):
-        e = np.exp(S)
+@pytest.mark.parametrize("name, code", mistake_cases(MESSAGES))
+def test_each_mistake_reads_as_meant(name, code):
+    reads_as_meant(MESSAGES, name, code)
+
+
+def test_attention_without_weights_names_the_weights_it_mixed_with():
+    def transposed_weights(X):  # the weights' columns sum to 1: for symmetric scores, a softmax down the columns
+        return softmax(X @ X.T).T @ X
+
+    def unnormalised(X):
+        S = X @ X.T
+        return np.exp(S - S.max(axis=-1, keepdims=True)) @ X
+
+    assert checks.attention_without_weights(transposed_weights).mistake == "wrong-axis"
+    result = checks.attention_without_weights(unnormalised)
+    assert result.mistake == "rows-not-normalised" and "the weights by which your" in result.message
+
+
+def test_row_softmax_names_a_dropped_axis_in_the_max_too():
+    def max_as_a_row(S):
+        e = np.exp(S - S.max(axis=-1))  # (4, 6) - (4,): cannot broadcast
         return e / e.sum(axis=-1, keepdims=True)
 
-    def no_division(S):
-        return np.exp(S - S.max(axis=-1, keepdims=True))
-
-    for answer, words in ((columns, "you normalised each column"), (whole_matrix, "the sum of the whole matrix"),
-                          (no_shift, "np.exp overflows to inf"), (no_division, "sums to")):
-        result = checks.row_softmax(answer)
-        assert result.status == checks.INCORRECT and words in result.message, (answer.__name__, result.message)
+    assert checks.row_softmax(max_as_a_row).mistake == "sums-as-a-row"
 
 
 def test_row_softmax_check_refuses_the_workshops_softmax():
@@ -131,10 +155,3 @@ def test_row_softmax_check_refuses_the_workshops_softmax():
     for answer in (lambda S: softmax(S), lambda S: workshop.softmax(S, axis=-1)):
         result = checks.row_softmax(answer)
         assert result.status == checks.INCORRECT and "`helpers.softmax`, which is the answer" in result.message
-
-
-def test_similarity_and_attention_checks_name_their_mistakes():
-    assert "X.T @ X compares the 7 dimensions" in checks.similarity_matrix(lambda X, cosine=False: X.T @ X).message
-    assert "gave the dot products" in checks.similarity_matrix(lambda X, cosine=False: X @ X.T).message
-    assert "without the softmax" in checks.attention_without_weights(lambda X: (X @ X.T) @ X).message
-    assert "return weights @ X" in checks.attention_without_weights(lambda X: softmax(X @ X.T)).message

@@ -1,7 +1,8 @@
-"""What 03_queries_keys_values adds: the training-step explorer."""
+"""What 03_queries_keys_values adds: the training-step explorer, and the exercises' targeted messages."""
 
 import numpy as np
 import pytest
+from _answers import mistake_cases, reads_as_meant, solution
 
 from helpers import softmax
 
@@ -27,23 +28,62 @@ def test_explorers_follow_their_controls():
         widgets.snapshot_at(snapshots, [0, 10, 20], 5)
 
 
-def test_softmax_backward_check_names_the_missing_term_and_the_wrong_axis():
+# each registered mistake, and words its message must contain: what the learner did, and what it should be
+MESSAGES = {
+    "qkv_scores": {
+        "transposed": ["your scores are transposed, keys times queries", "queries come first"],
+        "scaled": ["divided by √d_k", "notebook 04's subject"],
+        "weights-not-scores": ["already weights (each row sums to 1)", "before any softmax"],
+        "elementwise": ["have shape (4, 3)", "entry by entry", "a (4, 4) table of dot products"],
+        "scores-of-x": ["compare X with itself, as notebook 02 did", "the queries with the keys"],
+        "swapped-q-and-k": ["your Q is X times W_k and your K is X times W_q", "queries come from W_q"],
+        "tokens-as-columns": ["your Q has shape (3, 4), one column per token", "Q has shape (4, 3)"],
+        "not-four-things": ["returned one array of shape (4, 4), the scores alone", "Q, K, V and the scores"],
+    },
+    "softmax_backward": {
+        "first-term-only": ["only the first term", "weighted average of the d_weights"],
+        "wrong-axis": ["summed down each column", "over the last axis"],
+        "diagonal-only": ["w·(1 − w)", "diagonal of the softmax's Jacobian", "−w_i·w_j"],
+        "unweighted-sum": ["adds up the d_weights alone", "Σ_j w_j·g_j"],
+        "sums-as-a-row": ["shape (3,), the summed axis gone", "Keep the summed axis, shape (3, 1)"],
+    },
+}
+
+
+@pytest.mark.parametrize("name, code", mistake_cases(MESSAGES))
+def test_each_mistake_reads_as_meant(name, code):
+    reads_as_meant(MESSAGES, name, code)
+
+
+def test_qkv_check_counts_what_came_back():
     from helpers import checks
 
-    first_term = checks.softmax_backward(lambda d_weights, weights: weights * d_weights)
-    assert first_term.status == checks.INCORRECT and "only the first term" in first_term.message
-
-    def wrong_axis(d_weights, weights):
-        return weights * (d_weights - np.sum(d_weights * weights, axis=-2, keepdims=True))
-
-    assert "you summed over axis -2" in checks.softmax_backward(wrong_axis).message
+    result = checks.qkv_scores(lambda X, W_q, W_k, W_v: (X @ W_q, X @ W_k, X @ W_v))
+    assert result.mistake == "not-four-things" and "returned 3 things" in result.message
 
 
-def test_qkv_check_says_scaling_belongs_to_04():
+def test_softmax_backward_names_a_dropped_axis_in_a_batch():
     from helpers import checks
 
-    def scaled(X, W_q, W_k, W_v):
-        Q, K, V = X @ W_q, X @ W_k, X @ W_v
-        return Q, K, V, Q @ K.T / np.sqrt(K.shape[-1])
+    def sums_as_a_row(d_weights, weights):
+        if weights.ndim == 2:  # right for one matrix, so the check reaches its (2, 3, 5) case
+            return weights * (d_weights - np.sum(d_weights * weights, axis=-1, keepdims=True))
+        return weights * (d_weights - np.sum(d_weights * weights, axis=-1))
 
-    assert "that scaling is 04's subject" in checks.qkv_scores(scaled).message
+    result = checks.softmax_backward(sums_as_a_row)
+    assert result.mistake == "sums-as-a-row" and "shape (2, 3), the summed axis gone" in result.message
+
+
+def test_exercise_solutions_agree_with_the_helpers(rng):
+    from helpers import scaled_dot_product_attention
+    from helpers.attention import softmax_backward
+
+    X = rng.normal(size=(6, 5))  # (T, d_model)
+    W_q, W_k, W_v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 4))
+    Q, K, V, scores = solution("qkv_scores")(X, W_q, W_k, W_v)
+    out, weights = scaled_dot_product_attention(Q, K, V, scale=1.0)
+    assert np.allclose(softmax(scores) @ V, out) and np.allclose(softmax(scores), weights)
+    d_weights = rng.normal(size=(2, 6, 6))
+    batch_weights = softmax(rng.normal(size=(2, 6, 6)))
+    expected = softmax_backward(d_weights, batch_weights)  # the helper that attention_backward uses
+    assert np.allclose(solution("softmax_backward")(d_weights, batch_weights), expected)

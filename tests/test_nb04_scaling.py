@@ -1,9 +1,10 @@
-"""What 04_scaling adds: the d_k / temperature explorer's numbers."""
+"""What 04_scaling adds: the d_k / temperature explorer's numbers, and the exercises' answers and messages."""
 
 import numpy as np
 import pytest
+from _answers import define, solution
 
-from helpers import softmax
+from helpers import checks, scaled_dot_product_attention, softmax
 
 
 def test_scaling_weights_is_softmax_of_the_scaled_scores():
@@ -23,23 +24,68 @@ def test_scaling_weights_is_softmax_of_the_scaled_scores():
         widgets.scaling_weights(2048)
 
 
-def test_scaled_scores_check_names_the_wrong_divisors():
-    from helpers import checks
+def test_scaled_scores_solution_gives_the_helpers_attention_weights(rng):
+    Q, K, V = rng.normal(size=(5, 32)), rng.normal(size=(7, 32)), rng.normal(size=(7, 3))
+    _, weights = scaled_dot_product_attention(Q, K, V)
+    np.testing.assert_allclose(softmax(solution("scaled_scores")(Q, K)), weights)
 
+
+def test_score_variance_solution_predicts_a_measurement_the_check_does_not_make(rng):
+    d_k, sigma_q, sigma_k = 32, 0.7, 1.8
+    q, k = rng.normal(0, sigma_q, (20_000, d_k)), rng.normal(0, sigma_k, (20_000, d_k))
+    assert solution("score_variance")(d_k, sigma_q, sigma_k) == pytest.approx(np.var(np.sum(q * k, axis=-1)), rel=0.05)
+
+
+def mistake(name, code):
+    return define(checks.EXERCISES[name].mistakes[code], name)
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("divided-by-d-k", "you divided the scores by d_k = 16; divide by its square root, √16 = 4"),
+    ("not-scaled", "the scores are not scaled; divide every score by √d_k = 4"),
+    ("number-of-queries", "you divided by √3, the square root of the number of queries"),
+    ("number-of-keys", "you divided by √4, the square root of the number of keys"),
+    ("fixed-number", "you divided by 8 whatever the input; here d_k = 16, so divide by √16 = 4"),
+    ("keys-as-rows", "has shape (4, 3), one row per key: you multiplied K by the transpose of Q"),
+])
+def test_scaled_scores_names_each_mistake(code, words):
+    result = checks.scaled_scores(mistake("scaled_scores", code))
+    assert result.mistake == code and words in result.message, result.message
+
+
+def test_scaled_scores_names_the_wrong_divisors_in_any_spelling():
+    """The same mistakes written another way, e.g. with the shapes unpacked, get the same names."""
     cases = {
-        "number of queries": lambda Q, K: Q @ K.T / np.sqrt(Q.shape[0]),
-        "number of keys": lambda Q, K: Q @ K.T / np.sqrt(K.shape[0]),
-        "you divided by 8, a fixed number": lambda Q, K: Q @ K.T / np.sqrt(64),
-        "you divided by d_k; divide by its square root": lambda Q, K: Q @ K.T / Q.shape[-1],
-        "the scores are not scaled": lambda Q, K: Q @ K.T,
+        "number-of-queries": lambda Q, K: Q @ K.T / np.sqrt(len(Q)),
+        "number-of-keys": lambda Q, K: Q @ K.T / np.sqrt(K.shape[0]),
+        "fixed-number": lambda Q, K: Q @ K.T / 64,
+        "divided-by-d-k": lambda Q, K: Q @ K.T / K.shape[1],
     }
-    for words, answer in cases.items():
-        result = checks.scaled_scores(answer)
-        assert result.status == checks.INCORRECT and words in result.message, result.message
+    for code, answer in cases.items():
+        assert checks.scaled_scores(answer).mistake == code
 
 
-def test_score_variance_check_says_unit_variances_only():
-    from helpers import checks
+@pytest.mark.parametrize(("code", "words"), [
+    ("unit-variances", "you predicted 16, and 10,000 random pairs measure 64.72. Your d_k holds when both standard "
+                       "deviations are 1"),
+    ("sigmas-not-squared", "You multiplied d_k by σ_q·σ_k, the standard deviations; a variance is a standard "
+                           "deviation squared"),
+    ("standard-deviation", "Your number is the standard deviation of the score"),
+    ("one-product", "That is the variance of one product q_c·k_c; the score adds up d_k = 64 independent products"),
+    ("variances-added", "You added the variances of q_c and k_c"),
+])
+def test_score_variance_names_each_mistake(code, words):
+    result = checks.score_variance(mistake("score_variance", code))
+    assert result.mistake == code and words in result.message, result.message
 
-    result = checks.score_variance(lambda d_k, sigma_q, sigma_k: d_k)
-    assert result.status == checks.INCORRECT and "that holds for unit variances only" in result.message
+
+def test_score_variance_reads_any_single_number_and_refuses_the_rest():
+    assert checks.score_variance(lambda d_k, sigma_q, sigma_k: np.array([d_k * sigma_q**2 * sigma_k**2]))
+    assert checks.score_variance(lambda d_k, sigma_q, sigma_k: np.float32(d_k * sigma_q**2 * sigma_k**2))
+    result = checks.score_variance(lambda d_k, sigma_q, sigma_k: (d_k, sigma_q))
+    assert result.mistake == "wrong-shape" and "should be one number, got an array of shape (2,)" in result.message
+    result = checks.score_variance(lambda d_k, sigma_q, sigma_k: d_k + 1j)
+    assert result.mistake == "not-an-array" and "one real number" in result.message
+    result = checks.score_variance(lambda d_k, sigma_q, sigma_k: 3 * d_k)
+    assert result.mistake == "wrong-values"
+    assert "you predicted 3, and 10,000 random pairs measure 1.006" in result.message

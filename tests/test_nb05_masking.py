@@ -100,27 +100,76 @@ def test_masked_softmax_with_the_workshops_softmax_does_not_pass():
         assert "`helpers.softmax`, which is the answer" in result.message
 
 
-def test_masked_softmax_check_names_uniform_and_nan_rows():
+def mistake(name, code):
     from helpers import checks
 
-    result = checks.masked_softmax(define(checks.EXERCISES["masked_softmax"].wrong, "masked_softmax"))  # -1e9 fill
-    assert result.status == checks.INCORRECT and "came out uniform (0.25 each)" in result.message
-
-    def nan_rows(scores, mask):
-        scores = np.where(mask, scores, -np.inf)
-        e = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        return e / e.sum(axis=-1, keepdims=True)
-
-    result = checks.masked_softmax(nan_rows)
-    assert result.status == checks.INCORRECT and "its rows are NaN" in result.message
+    return define(checks.EXERCISES[name].mistakes[code], name)
 
 
-def test_build_causal_mask_check_names_the_square_only_and_upper_masks():
+@pytest.mark.parametrize(("code", "words"), [
+    ("hides-diagonal", "is False where the key sits at the query's own position, so no query may see itself"),
+    ("future-visible", "is True on and above the diagonal: each query may see the keys after it (the future)"),
+    ("true-means-blocked", "is True exactly where the key comes after the query, where attention must be blocked"),
+    ("square-only", "build_causal_mask(2, 5) is right only for a square mask: here the 2 queries are the last 2 of 5 "
+                    "positions, so query i sits at position i + 3"),
+    ("int-mask", "has its 1s and 0s in the right places, but as numbers (dtype int64)"),
+])
+def test_build_causal_mask_names_each_mistake(code, words):
     from helpers import checks
 
-    square = checks.build_causal_mask(lambda T_q, T_k: np.tril(np.ones((T_q, T_k), dtype=bool)))
-    assert "is right only for a square mask" in square.message
-    upper = checks.build_causal_mask(lambda T_q, T_k: np.triu(np.ones((T_q, T_k), dtype=bool)))
-    assert "is True above the diagonal" in upper.message
+    result = checks.build_causal_mask(mistake("build_causal_mask", code))
+    assert result.mistake == code and words in result.message, result.message
+
+
+def test_build_causal_mask_names_a_mask_that_hides_the_diagonal_in_any_spelling():
+    """Issue 20: `key < query` (a query that cannot see itself) has its own message, square or not."""
+    from helpers import checks
+
+    answers = [
+        lambda T_q, T_k: np.tril(np.ones((T_q, T_k), dtype=bool), k=T_k - T_q - 1),
+        lambda T_q, T_k: np.arange(T_k)[None, :] < np.arange(T_q)[:, None] + T_k - T_q,
+    ]
+    for answer in answers:
+        result = checks.build_causal_mask(answer)
+        assert result.mistake == "hides-diagonal", result.message
+        assert "up to and including its own position (key i for query i)" in result.message
+
+
+def test_build_causal_mask_names_the_square_only_mask_with_the_shift_and_the_helper():
+    from helpers import checks
+
+    square = checks.build_causal_mask(lambda T_q, T_k: np.arange(T_k)[None, :] <= np.arange(T_q)[:, None])
+    assert square.mistake == "square-only" and "i + 3" in square.message
+    upper = checks.build_causal_mask(lambda T_q, T_k: np.arange(T_k)[None, :] >= np.arange(T_q)[:, None] + T_k - T_q)
+    assert upper.mistake == "future-visible" and "(key i for query i)" in upper.message
+    floats = checks.build_causal_mask(lambda T_q, T_k: np.tril(np.ones((T_q, T_k)), k=T_k - T_q))
+    assert floats.mistake == "int-mask" and "(dtype float64)" in floats.message
     helper = checks.build_causal_mask(lambda T_q, T_k: helpers.causal_mask(T_q, T_k))
     assert helper.status == checks.INCORRECT and "which is the answer" in helper.message
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("finite-fill", "the rows of sentence 1, whose keys are all masked, came out uniform, 0.25 on each of the 4 keys"),
+    ("all-masked-nan", "the rows of sentence 1, whose keys are all masked, are NaN. Their max is −∞"),
+    ("after-softmax", "the blocked keys got 0, but the rows no longer sum to 1 (row 0 sums to 0.00583): you masked the "
+                      "weights after the softmax"),
+    ("zero-fill", "the blocked keys got weights up to 0.329: you set their scores to 0"),
+    ("masked-keys-weighted", "a blocked key got weight 0.856. Every key where the mask is False must get exactly 0"),
+    ("wrong-axis", "you normalised each column (axis -2)"),
+])
+def test_masked_softmax_names_each_mistake(code, words):
+    from helpers import checks
+
+    result = checks.masked_softmax(mistake("masked_softmax", code))
+    assert result.mistake == code and words in result.message, result.message
+
+
+def test_masked_softmax_names_a_mask_multiplied_into_the_scores_as_a_zero_fill():
+    from helpers import checks
+
+    def multiplied(scores, mask):
+        e = np.exp(scores * mask - (scores * mask).max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    result = checks.masked_softmax(multiplied)
+    assert result.mistake == "zero-fill" and "multiplying the scores by the mask does the same" in result.message

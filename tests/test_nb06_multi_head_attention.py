@@ -71,13 +71,57 @@ def test_explorer_numbers_keep_the_dtype(rng):
 # --- the exercises' targeted messages ---------------------------------------------------------
 
 
-def test_split_and_merge_checks_name_a_reshape_without_the_swap():
+def mistake(name, code):
     from helpers import checks
 
-    split = checks.split_heads_batched(define(checks.EXERCISES["split_heads_batched"].wrong, "split_heads_batched"))
-    assert "reshape to (..., T, h, d_head) first, then swap axes" in split.message
-    merge = checks.merge_heads_batched(define(checks.EXERCISES["merge_heads_batched"].wrong, "merge_heads_batched"))
-    assert "swap axes -3 and -2 back" in merge.message
+    return define(checks.EXERCISES[name].mistakes[code], name)
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("plain-reshape", "has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens into heads"),
+    ("no-swap", "has shape (6, 2, 2), (..., T, h, d_head): each token's columns are cut into heads, but the heads "
+                "axis still comes after the tokens"),
+    ("front-axes", "you exchanged the second and third axes counted from the front, which are the tokens and heads "
+                   "axes only when there is exactly one leading axis, and this X has no leading axes"),
+    ("wrong-places", "the right numbers in the wrong places: head i takes d_head neighbouring columns of each token"),
+])
+def test_split_heads_batched_names_each_mistake(code, words):
+    from helpers import checks
+
+    result = checks.split_heads_batched(mistake("split_heads_batched", code))
+    assert result.mistake == code and words in result.message, result.message
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("plain-reshape", "a reshape alone keeps the numbers in memory order: each row of your result holds consecutive "
+                      "tokens of one head"),
+    ("not-joined", "has shape (6, 2, 2), (..., T, h, d_head): the tokens are back in front of the heads, but each "
+                   "token still has its 2 pieces on separate rows"),
+    ("heads-added", "has shape (6, 2), (..., T, d_head): you added the heads up"),
+    ("front-axes", "you exchanged the second and third axes counted from the front"),
+    ("wrong-places", "the right numbers in the wrong places: each token's row holds head 0's d_head numbers, then "
+                     "head 1's"),
+])
+def test_merge_heads_batched_names_each_mistake(code, words):
+    from helpers import checks
+
+    result = checks.merge_heads_batched(mistake("merge_heads_batched", code))
+    assert result.mistake == code and words in result.message, result.message
+
+
+@pytest.mark.parametrize(("code", "words"), [
+    ("keys-from-x", "your keys and values come from x, so this is self-attention"),
+    ("no-output-projection", "you merged the heads but did not apply the output projection W_o (8, 8)"),
+    ("scaled-by-d-model", "divided by √d_model = √8. A head's queries and keys have d_head = 4 entries"),
+    ("not-scaled", "the scores are not scaled; divide each head's scores by √d_head = √4"),
+    ("mask-ignored", "a (3, 5) causal mask: the mask is not applied"),
+    ("tokens-mixed", "your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head)"),
+])
+def test_cross_attention_names_each_mistake(code, words):
+    from helpers import checks
+
+    result = checks.multi_head_cross_attention(mistake("multi_head_cross_attention", code))
+    assert result.mistake == code and words in result.message, result.message
 
 
 def cross_attention_variant(change):
@@ -91,18 +135,22 @@ def cross_attention_variant(change):
     return define(source, "multi_head_cross_attention")
 
 
-@pytest.mark.parametrize(("change", "words"), [
+@pytest.mark.parametrize(("change", "code"), [
     ({"split(context @ W_k), split(context @ W_v)": "split(x @ W_k), split(x @ W_v)",
-      "if mask is not None:": "if False:"}, "keys and values come from x"),
-    ({".reshape(x.shape[0], -1) @ W_o": ".reshape(x.shape[0], -1)"}, "W_o is not applied"),
-    ({"/ np.sqrt(d_head)": "/ np.sqrt(W_q.shape[1])"}, "divide by sqrt(d_head)"),
-    ({"if mask is not None:": "if False:"}, "the mask is not applied"),
+      "if mask is not None:": "if False:"}, "keys-from-x"),
+    ({".reshape(x.shape[0], -1) @ W_o": ".reshape(x.shape[0], -1)"}, "no-output-projection"),
+    ({"/ np.sqrt(d_head)": "/ np.sqrt(W_q.shape[1])"}, "scaled-by-d-model"),
+    ({"/ np.sqrt(d_head)": ""}, "not-scaled"),
+    ({"if mask is not None:": "if False:"}, "mask-ignored"),
+    ({"M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)": "M.reshape(n_heads, M.shape[0], d_head)"},
+     "tokens-mixed"),
 ])
-def test_cross_attention_check_names_the_common_mistakes(change, words):
+def test_cross_attention_names_the_common_mistakes_written_into_the_solution(change, code):
+    """The solution with one mistake put in: the check names that mistake, whatever else the answer does."""
     from helpers import checks
 
     result = checks.multi_head_cross_attention(cross_attention_variant(change))
-    assert result.status == checks.INCORRECT and words in result.message, result.message
+    assert result.mistake == code, result.message
 
 
 def test_cross_attention_calling_an_unsolved_split_is_an_attempt_not_untouched():

@@ -5,7 +5,7 @@ import re
 
 import numpy as np
 import pytest
-from _answers import define, solution
+from _answers import mistake_cases, reads_as_meant, solution
 
 from helpers import checks, grammar, tiny_model, transformer, widgets
 
@@ -82,9 +82,37 @@ def test_explorer_shows_the_models_guesses_and_each_heads_row(model, shown):
 def test_explorer_explains_words_it_does_not_know(model, shown):
     box = widgets.masked_word_explorer(model, CONFIG, [grammar.parse("the cat meows")])
     box.controls["sentence"].value = "the cat purrs"
-    assert "Unknown words" in shown[-1] and "purrs" in shown[-1]
+    assert "Unknown words: 'purrs'." in shown[-1]
     box.controls["sentence"].value = "the cat near the dogs bark"
     assert "not a sentence of the grammar" in shown[-1] and "top 5 guesses" in shown[-1]
+
+
+def test_explorer_reads_capitals_and_punctuation_as_the_grammars_words(model, shown):
+    box = widgets.masked_word_explorer(model, CONFIG, [grammar.parse("the dog barks")])
+    box.controls["sentence"].value = "The Cat, near the dogs, meows."
+    assert "Unknown" not in shown[-1] and "top 5 guesses" in shown[-1]
+    assert [label for label, _ in box.controls["word"].options][:2] == ["0: the", "1: cat"]
+    assert box.controls["word"].value == 5 and "the verb is fixed by 'cat'" in shown[-1]
+
+
+def test_explorer_asks_for_a_sentence_when_the_text_is_empty(model, shown):
+    box = widgets.masked_word_explorer(model, CONFIG, [grammar.parse("the dog barks")])
+    for empty in ("", "  ...  "):
+        box.controls["sentence"].value = empty
+        assert "Type a sentence" in shown[-1]
+        assert box.controls["word"].options == () and box.controls["word"].value is None  # no stale words
+    box.controls["sentence"].value = "the cows moo"
+    assert box.controls["word"].value == 2 and "top 5 guesses" in shown[-1]
+
+
+def test_explorer_cuts_long_text(model, shown):
+    box = widgets.masked_word_explorer(model, CONFIG, [grammar.parse("the dog barks")])
+    box.controls["sentence"].value = " ".join(f"word{i}" for i in range(600))
+    assert "'word0', 'word1', 'word2', 'word3', 'word4' and 595 more." in shown[-1] and len(shown[-1]) < 600
+    assert len(box.controls["word"].options) == grammar.T_MAX
+    box.controls["sentence"].value = " ".join(["the cat meows"] * 10)  # 30 words of the grammar
+    assert f"Only the first {grammar.T_MAX} of its 30 words are used" in shown[-1] and "top 5 guesses" in shown[-1]
+    assert len(box.controls["word"].options) == grammar.T_MAX
 
 
 def test_predict_rejects_a_position_outside_the_sentence(model):
@@ -109,29 +137,51 @@ def test_embedding_solution_is_the_helpers(rng):
     np.testing.assert_array_equal(solution("embedding_backward")(d_X, ids, 7), transformer.embed_backward(d_X, ids, 7))
 
 
-def _block_variant(**change):
-    source = checks.EXERCISES["residual_attention_block"].solution
-    for old, new in change.items():
-        assert old in source
-        source = source.replace(old, new)
-    return define(source, "residual_attention_block")
+# each registered mistake's message, read once: what it says is what we meant (test_checks reads its code)
+MESSAGES = {
+    "residual_attention_block": {
+        "no-residual": ["returned ΔE, the change that attention proposes"],
+        "no-output-projection": ["ΔE is the merged heads projected by W_o, a (6, 6) matrix"],
+        "scaled-by-d-model": ["you scaled the scores by 1/√d_model"],
+        "not-scaled": ["divides its scores by √d_head = √3"],
+        "softmax-over-queries": ["softmax ran down each column, over the queries"],
+        "one-wide-head": ["is one head of width 6: split"],
+        "split-by-reshape": ["your heads mix the words"],
+        "merge-by-reshape": ["word t's row is head 0's row t, then head 1's row t"],
+    },
+    "embedding_backward": {
+        "repeated-word-once": ["word 4 sits in 3 places but its row got only one"],
+        "averaged": ["word 4 sits in 3 places and its row is the mean"],
+        "transposed": ["has shape (3, 6), (d_model, vocab_size): your table is transposed"],
+        "rows-for-positions": ["row t of your result collects the gradients of position t"],
+        "summed-over-batch": ["you added d_X up over the 2 sentences"],
+    },
+}
 
 
-@pytest.mark.parametrize("old, new, message", [
-    ("return X + delta_E", "return delta_E", "add X back"),
-    ("heads.transpose(1, 0, 2).reshape(T, d_model) @ W_o", "heads.transpose(1, 0, 2).reshape(T, d_model)",
-     "still need W_o"),
-    ("np.sqrt(d_head)", "np.sqrt(d_model)", "1/sqrt(d_head)"),
-    ("d_head = d_model // n_heads", "d_head = d_model; n_heads = 1", "one wide head"),
-])
-def test_block_check_names_the_common_mistakes(old, new, message):
-    result = checks.residual_attention_block(_block_variant(**{old: new}))
-    assert not result and message in result.message
+@pytest.mark.parametrize("name, code", mistake_cases(MESSAGES))
+def test_each_mistake_is_named_in_words(name, code):
+    reads_as_meant(MESSAGES, name, code)
 
 
-def test_embedding_check_names_a_repeated_word_counted_once():
-    result = checks.embedding_backward(define(checks.EXERCISES["embedding_backward"].wrong, "embedding_backward"))
-    assert not result and "np.add.at" in result.message and "word 4 sits in 3 places" in result.message
+def test_block_built_from_the_helpers_is_right_and_its_mistakes_are_named():
+    from helpers import merge_heads, scaled_dot_product_attention, split_heads
+
+    def block(X, W_q, W_k, W_v, W_o, n_heads, residual=True, transpose_weights=False):
+        Q, K, V = split_heads(X @ W_q, n_heads), split_heads(X @ W_k, n_heads), split_heads(X @ W_v, n_heads)
+        if transpose_weights:  # a softmax over the queries, written with the helpers' softmax
+            from helpers import softmax
+            scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
+            heads = softmax(scores, axis=-2) @ V
+        else:
+            heads, _ = scaled_dot_product_attention(Q, K, V)
+        delta_E = merge_heads(heads) @ W_o
+        return X + delta_E if residual else delta_E
+
+    assert checks.residual_attention_block(block)
+    assert checks.residual_attention_block(lambda *a: block(*a, residual=False)).mistake == "no-residual"
+    assert checks.residual_attention_block(
+        lambda *a: block(*a, transpose_weights=True)).mistake == "softmax-over-queries"
 
 
 def test_embedding_check_forbids_the_helper():
@@ -140,3 +190,14 @@ def test_embedding_check_forbids_the_helper():
 
     result = checks.embedding_backward(embedding_backward)
     assert not result and "embed_backward" in result.message
+
+
+def test_a_loop_over_the_places_is_right():
+    def embedding_backward(d_X, ids, vocab_size):
+        d_E = np.zeros((vocab_size, d_X.shape[-1]))
+        for b in range(ids.shape[0]):
+            for t in range(ids.shape[1]):
+                d_E[ids[b, t]] += d_X[b, t]
+        return d_E
+
+    assert checks.embedding_backward(embedding_backward)

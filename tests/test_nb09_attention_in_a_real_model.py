@@ -34,48 +34,36 @@ def test_sentence_embedding_solution_is_the_models_pooling(model):
     np.testing.assert_allclose(solution("sentence_embedding")(H, out.real), model.pool(H, out.real), atol=1e-6)
 
 
-def attention_row_variant(*, bias=True, scale="d_head", all_columns=False):
-    """An answer to attention_row with one of the common mistakes."""
-    cols = "slice(None)" if all_columns else "slice(head * d_head, (head + 1) * d_head)"
-    b_q, b_k = (" + attention.b_q[cols]", " + attention.b_k[cols]") if bias else ("", "")
-    divide = {"d_head": " / np.sqrt(d_head)", "d_model": " / np.sqrt(attention.d_model)", "none": ""}[scale]
-    return define(f"""
-def attention_row(X, attention, head, i):
-    d_head = attention.d_model // attention.n_heads
-    cols = {cols}
-    q = X[i] @ attention.W_q[:, cols]{b_q}
-    K = X @ attention.W_k[:, cols]{b_k}
-    scores = K @ q{divide}
-    e = np.exp(scores - scores.max())
-    return e / e.sum()
-""", "attention_row")
-
-
-@pytest.mark.parametrize(("mistake", "message"), [
-    ({"bias": False}, "you left out the biases"),
-    ({"scale": "d_model"}, "you divided by sqrt(d_model)"),
-    ({"scale": "none"}, "the scores are not scaled"),
-    ({"all_columns": True}, "you used every column of W_q and W_k"),
+@pytest.mark.parametrize(("code", "words"), [
+    ("no-biases", "you left out the biases"),
+    ("sqrt-d-model", "you divided by √d_model"),
+    ("unscaled", "the scores are not scaled"),
+    ("every-column", "you used every column of W_q and W_k"),
+    ("no-softmax", "you returned the scores themselves"),
+    ("not-normalised", "did not divide by their sum over the keys"),
+    ("softmax-over-queries", "your softmax ran down each column of the (T, T) scores, over the queries"),
+    ("took-column", "you returned column 2 of the weights"),
+    ("whole-matrix", "you returned the weights of every query"),
+    ("called-the-layer", "you called the layer itself"),
 ])
-def test_attention_row_names_the_common_mistakes(mistake, message):
-    result = checks.attention_row(attention_row_variant(**mistake))
-    assert not result and message in result.message
-    assert checks.attention_row(attention_row_variant())  # the same code without the mistake passes
+def test_attention_row_names_the_common_mistakes(code, words):
+    result = checks.attention_row(define(checks.EXERCISES["attention_row"].mistakes[code], "attention_row"))
+    assert not result and result.mistake == code and words in result.message
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ("pooled = H.mean(axis=1)\n    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)",
-     "you averaged the padding positions too"),
-    ("return (H * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)",
-     "the mean is right but not unit length"),
-    ("H = H / np.linalg.norm(H, axis=-1, keepdims=True)\n"
-     "    pooled = (H * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)\n"
-     "    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)",
-     "you normalised each token before averaging"),
+@pytest.mark.parametrize(("code", "words"), [
+    ("padding-averaged", "you averaged the padding positions too"),
+    ("not-normalised", "the mean is right but its rows are not of length 1"),
+    ("sum-not-mean", "you added up the real tokens' vectors"),
+    ("normalised-first", "you normalised each token before averaging"),
+    ("one-length-for-all", "one length for all of them"),
+    ("averaged-sentences", "you averaged over the sentences"),
+    ("mask-without-axis", "real needs a last axis of length 1"),
 ])
-def test_sentence_embedding_names_the_common_mistakes(body, message):
-    result = checks.sentence_embedding(define(f"def sentence_embedding(H, real):\n    {body}\n", "sentence_embedding"))
-    assert not result and message in result.message
+def test_sentence_embedding_names_the_common_mistakes(code, words):
+    answer = define(checks.EXERCISES["sentence_embedding"].mistakes[code], "sentence_embedding")
+    result = checks.sentence_embedding(answer)
+    assert not result and result.mistake == code and words in result.message
 
 
 def test_a_sum_instead_of_a_mean_is_right_after_normalising():
@@ -83,6 +71,17 @@ def test_a_sum_instead_of_a_mean_is_right_after_normalising():
     answer = define("def sentence_embedding(H, real):\n    pooled = (H * real[..., None]).sum(axis=1)\n"
                     "    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)\n", "sentence_embedding")
     assert checks.sentence_embedding(answer)
+
+
+def test_the_notebooks_invitation_compares_without_raising(model, capsys):
+    # 09 invites the learner to compare their row with the model's in a cell of their own, with checks.compare
+    text = "Attention is a novel idea."
+    X = model.hidden_states(text)[1]
+    expected = model.attentions(text)[1, 8, 2]
+    assert checks.compare(solution("attention_row")(X, model.layers[1]["attention"], 8, 2), expected, "row")
+    wrong = define(checks.EXERCISES["attention_row"].mistakes["unscaled"], "attention_row")
+    result = checks.compare(wrong(X, model.layers[1]["attention"], 8, 2), expected, "layer 1, head 8, row 2")
+    assert not result and capsys.readouterr().out.splitlines()[-1].startswith("✗ layer 1, head 8, row 2 differs")
 
 
 # --- the explorer -------------------------------------------------------------------------------
@@ -129,4 +128,16 @@ def test_explorer_follows_the_sentence_box_and_says_when_it_cuts(model, shown):
     box.controls["sentence"].value = "word " * 600
     assert "at most 512" in shown[-1]
     box.controls["sentence"].value = ""
-    assert "[CLS]" in shown[-1]  # an empty box still draws [CLS] and [SEP]
+    assert "[CLS]" in shown[-1] and "Type a sentence" in shown[-1]  # an empty box still draws [CLS] and [SEP]
+    box.controls["hide_special"].value = True
+    assert "Type a sentence" in shown[-1] and "nothing to draw" in shown[-1] and "<svg" not in shown[-1]
+
+
+def test_the_head_slider_is_off_while_the_whole_layer_is_shown(model, shown):
+    box = widgets.attention_explorer(model)
+    assert not box.controls["head"].disabled
+    box.controls["view"].value = "whole layer"
+    assert box.controls["head"].disabled and "all 12 heads" in shown[-1]
+    box.controls["view"].value = "one head"
+    assert not box.controls["head"].disabled
+    assert box.controls["view"].description == "view" and type(box.controls["view"]).__name__ == "Dropdown"

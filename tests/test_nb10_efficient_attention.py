@@ -40,50 +40,56 @@ def test_online_update_solution_is_the_helpers_step(rng):
         assert np.allclose(got, expected)
 
 
-ONLINE_MISTAKES = {
-    "forgets to rescale": ("""
-        def online_softmax_update(m, l, acc, scores, values):
-            m_new = max(m, scores.max())
-            p = np.exp(scores - m_new)
-            return m_new, l + p.sum(), acc + p @ values
-    """, "l was not rescaled"),
-    "rescales l only": ("""
-        def online_softmax_update(m, l, acc, scores, values):
-            m_new = max(m, scores.max())
-            p = np.exp(scores - m_new)
-            return m_new, l * np.exp(m - m_new) + p.sum(), acc + p @ values
-    """, "acc was not rescaled"),
-    "keeps the old max": ("""
-        def online_softmax_update(m, l, acc, scores, values):
-            m_new = max(m, scores.max())
-            p = np.exp(scores - m_new)
-            c = np.exp(m - m_new)
-            return m, l * c + p.sum(), acc * c + p @ values
-    """, "m is still the old max"),
-    "no max at all": ("""
-        def online_softmax_update(m, l, acc, scores, values):
-            p = np.exp(scores)
-            return scores.max(), l + p.sum(), acc + p @ values
-    """, "exp() of the raw scores"),
-    "overflows on large scores": ("""
-        def online_softmax_update(m, l, acc, scores, values):
-            m_new = max(m, scores.max())
-            p = np.exp(scores - m)  # the old max: exp(+large) overflows once the max rises
-            c = np.exp(m - m_new)
-            return m_new, l * c + p.sum(), acc * c + p @ values
-    """, "inf or NaN"),
-    "returns two things": ("""
-        def online_softmax_update(m, l, acc, scores, values):
-            return m, l
-    """, "should return 3 things"),
+def mistake(name, code):
+    """The registered wrong answer `code` of exercise `name`, as a function."""
+    return define(checks.EXERCISES[name].mistakes[code], name)
+
+
+# the words each registered mistake's message must carry (the generated tests check only its code)
+ONLINE_WORDS = {
+    "no-rescale": "the old l was added as it was",
+    "acc-not-rescaled": "acc was added as it was",
+    "inverted-correction": "e^(m_new − m) = 5.474, which makes it larger",
+    "max-not-updated": "you returned m = 0.5, the old max",
+    "old-max-shift": "this block's terms were measured against the old max 0.5",
+    "raw-exp": "the sum of e^s over the raw scores",
+    "divided-acc": "acc came back divided by l",
 }
 
 
-@pytest.mark.parametrize("mistake", ONLINE_MISTAKES)
-def test_online_update_names_the_mistake(mistake, capsys):
-    source, words = ONLINE_MISTAKES[mistake]
-    status, printed = verdict("online_softmax_update", source, capsys)
-    assert status == checks.INCORRECT and words in printed, printed
+@pytest.mark.parametrize("code", ONLINE_WORDS)
+def test_online_update_names_the_mistake_in_words(code):
+    result = checks.online_softmax_update(mistake("online_softmax_update", code))
+    assert result.mistake == code and ONLINE_WORDS[code] in result.message, result.message
+
+
+def test_online_update_inverted_factor_is_named_not_the_max_shift():
+    """The issue's case: e^(m_new − m) gave NaN from m = −∞ and a message about the max subtraction."""
+    result = checks.online_softmax_update(mistake("online_softmax_update", "inverted-correction"))
+    assert "factor is e^(m − m_new) = 0.1827, at most 1" in result.message
+    assert "0 times ∞ gives NaN" in result.message and "Subtract" not in result.message
+    # from m = -inf alone, the inverted factor gives NaN: the check's first case is finite on purpose
+    inverted = mistake("online_softmax_update", "inverted-correction")
+    with np.errstate(invalid="ignore"):
+        m, l, acc = inverted(-np.inf, 0.0, np.zeros(2), np.ones(3), np.ones((3, 2)))
+    assert np.isnan(l)
+
+
+def test_online_update_other_slips(capsys):
+    overflows = """
+        def online_softmax_update(m, l, acc, scores, values):
+            m_new = max(m, scores.max())
+            c = np.exp(m - m_new)
+            return m_new, l * c + np.exp(scores - m_new).sum() * 1e400, acc * c
+    """
+    status, printed = verdict("online_softmax_update", overflows, capsys)
+    assert status == checks.INCORRECT and "l or acc is inf or NaN" in printed, printed
+    two = """
+        def online_softmax_update(m, l, acc, scores, values):
+            return m, l
+    """
+    status, printed = verdict("online_softmax_update", two, capsys)
+    assert "should return 3 things, (m, l, acc) in that order; your function returned 2 things" in printed
 
 
 def test_online_update_may_not_call_the_helper(capsys):
@@ -112,41 +118,63 @@ def test_kv_cache_step_solution_grows_the_caches_and_equals_full_attention(rng):
     assert np.allclose(np.concatenate(outs), expected)
 
 
-KV_MISTAKES = {
-    "no mask": (None, "saw each other's future"),  # the registered wrong answer
-    "does not append": ("""
-        def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
-            scores = q_new @ k_new.T / np.sqrt(k_new.shape[1])
-            w = np.exp(scores - scores.max(axis=1, keepdims=True))
-            return cache_K, cache_V, (w / w.sum(axis=1, keepdims=True)) @ v_new
-    """, "still has 0 rows"),
-    "prepends": ("""
-        def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
-            K, V = np.concatenate([k_new, cache_K]), np.concatenate([v_new, cache_V])
-            t, T = len(q_new), len(K)
-            s = q_new @ K.T / np.sqrt(K.shape[1])
-            s = np.where(np.arange(T)[None, :] <= np.arange(t)[:, None] + T - t, s, -np.inf)
-            w = np.exp(s - s.max(axis=1, keepdims=True))
-            return K, V, (w / w.sum(axis=1, keepdims=True)) @ V
-    """, "went in front of the old ones"),
-    "attends to the new tokens only": ("""
-        def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
-            K, V = np.concatenate([cache_K, k_new]), np.concatenate([cache_V, v_new])
-            t = len(q_new)
-            s = q_new @ k_new.T / np.sqrt(K.shape[1])
-            s = np.where(np.tril(np.ones((t, t), bool)), s, -np.inf)
-            w = np.exp(s - s.max(axis=1, keepdims=True))
-            return K, V, (w / w.sum(axis=1, keepdims=True)) @ v_new
-    """, "attended to the new tokens only"),
+def test_kv_cache_step_solution_is_the_kv_cache_helper(rng):
+    step, cache = solution("kv_cache_step"), efficient.KVCache()
+    cache_K, cache_V = np.zeros((0, 4)), np.zeros((0, 3))
+    for t in (4, 1, 2):
+        q, k, v = rng.normal(size=(t, 4)), rng.normal(size=(t, 4)), rng.normal(size=(t, 3))
+        cache_K, cache_V, out = step(cache_K, cache_V, q, k, v)
+        cache.append(k, v)
+        assert np.allclose(out, cache.attend(q))
+
+
+KV_WORDS = {
+    "no-causal-mask": "saw each other's future",
+    "diagonal-hidden": "your mask also hid each new token's own key, the diagonal",
+    "no-scaling": "the scores were not divided by √d_k = 2",
+    "mask-not-shifted": "as if it stood at the start of the text",
+    "cache-not-grown": "the returned cache_K still has 0 rows",
+    "new-keys-in-front": "the new tokens' rows come before the 3 cached ones",
+    "new-tokens-only": "out attended to the new token only",
 }
 
 
-@pytest.mark.parametrize("mistake", KV_MISTAKES)
-def test_kv_cache_step_names_the_mistake(mistake, capsys):
-    source, words = KV_MISTAKES[mistake]
-    source = checks.EXERCISES["kv_cache_step"].wrong if source is None else source
-    status, printed = verdict("kv_cache_step", source, capsys)
-    assert status == checks.INCORRECT and words in printed, printed
+@pytest.mark.parametrize("code", KV_WORDS)
+def test_kv_cache_step_names_the_mistake_in_words(code):
+    result = checks.kv_cache_step(mistake("kv_cache_step", code))
+    assert result.mistake == code and KV_WORDS[code] in result.message, result.message
+
+
+def test_kv_cache_step_names_a_diagonal_mask_that_gives_zeros_instead_of_nan(capsys):
+    """A learner using the workshop's attention with key < query gets a zero row, not NaN: the same mistake."""
+    source = """
+        from helpers import scaled_dot_product_attention
+
+        def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
+            K, V = np.concatenate([cache_K, k_new]), np.concatenate([cache_V, v_new])
+            t, T = len(q_new), len(cache_K)
+            visible = np.arange(T + t)[None, :] < np.arange(t)[:, None] + T
+            return K, V, scaled_dot_product_attention(q_new, K, V, mask=visible)[0]
+    """
+    result = checks.kv_cache_step(define(textwrap.dedent(source), "kv_cache_step"))
+    assert result.mistake == "diagonal-hidden", result.message
+
+
+def test_kv_cache_step_values_not_appended_quotes_the_learners_line_and_names_the_helper(capsys):
+    """The issue's case: the values were not appended, and the helper raised: "your line" must be the learner's."""
+
+    def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
+        K = np.concatenate([cache_K, k_new])  # the keys grow; the values were forgotten
+        out = scaled_dot_product_attention(q_new, K, cache_V, mask=causal_mask(len(q_new), len(K)))[0]
+        return K, cache_V, out
+
+    result = checks.kv_cache_step(kv_cache_step)
+    printed = capsys.readouterr().out
+    assert result.status == checks.INCORRECT and result.mistake == "crash", printed
+    assert "raised inside the workshop's `helpers.attention.scaled_dot_product_attention`" in printed, printed
+    assert ("called from your line: out = scaled_dot_product_attention(q_new, K, cache_V, "
+            "mask=causal_mask(len(q_new), len(K)))[0]") in printed, printed
+    assert "raise " not in printed.split("your line:")[1]  # never the helper's own line
 
 
 # ---- the explorer
@@ -176,3 +204,13 @@ def test_explorer_draws_the_chosen_grid(shown):
     box.controls["causal"].value = False
     assert "64 computed, 0 computed with a mask, 0 skipped" in shown[-1]
     assert "(the naive (1024, 1024) float32 scores alone: 4 MiB)" in shown[-1]
+
+
+def test_explorer_with_a_block_larger_than_T_says_one_tile_of_T_and_a_size_below_one_mib(shown):
+    box = widgets.tiled_attention_explorer(T=256, block_size=1024, causal=True)
+    assert "1 tile of 256×256" in shown[-1] and "larger than T: one tile holds every score" in shown[-1]
+    assert "1 computed with a mask, 0 skipped" in shown[-1]
+    assert "(the naive (256, 256) float32 scores alone: 0.25 MiB)" in shown[-1]
+    box.controls["T"].value = 4096
+    assert "16 tiles of 1024×1024" in shown[-1] and "larger than T" not in shown[-1]
+    assert "scores alone: 64 MiB)" in shown[-1]

@@ -180,6 +180,44 @@ def test_a_switched_off_head_is_its_output_removed(model):
     np.testing.assert_allclose(ours[0], x, atol=2e-5)
 
 
+def test_a_replaced_head_adds_its_vector_at_every_token_instead(model):
+    # mean-ablation: the switched-off head's output is a given vector (through W_o) at every token
+    text, layer, head = "The cat sat on the mat.", 2, 4
+    h = model.hidden_states(text)[layer][None]  # (1, T, 384): what enters the layer
+    real = np.ones(h.shape[:2], dtype=bool)
+    keep = np.ones(12, dtype=bool)
+    keep[head] = False
+    vector = np.linspace(-1, 1, 384, dtype=np.float32)
+    replace = np.zeros((12, 384), dtype=np.float32)
+    replace[head] = vector
+    replace[head + 1] = 100.0  # a head that is kept: its vector is not used
+    ours, _ = model.layer(layer, h, real, keep, replace)
+    attended, _ = model.layers[layer]["attention"](h, mask=np.stack([np.ones((12, h.shape[1], h.shape[1]), bool)
+                                                                     * keep[:, None, None]]))
+    params = model.layers[layer]
+    x = layer_norm(h + attended + vector, *params["attention_norm"])
+    x = layer_norm(x + gelu(x @ params["W_1"] + params["b_1"]) @ params["W_2"] + params["b_2"], *params["output_norm"])
+    np.testing.assert_allclose(ours, x, atol=2e-5)
+    np.testing.assert_array_equal(model.layer(layer, h, real, np.ones(12, bool), replace)[0],
+                                  model.layer(layer, h, real)[0])  # no head off: nothing replaced
+
+
+def test_run_and_encode_take_the_replacement_per_layer_and_head(model):
+    keep = np.ones((6, 12), dtype=bool)
+    keep[3, 7] = False
+    replace = np.zeros((6, 12, 384), dtype=np.float32)
+    np.testing.assert_array_equal(model.encode(TEXTS, head_mask=keep, replace=replace),
+                                  model.encode(TEXTS, head_mask=keep))  # a zero vector: zero-ablation
+    replace[3, 7] = np.linspace(-1, 1, 384)  # not a constant: LayerNorm would take a constant away
+    moved = model.run(TEXTS, head_mask=keep, replace=replace)
+    np.testing.assert_array_equal(moved.states[:, :4], model.run(TEXTS, head_mask=keep).states[:, :4])
+    assert not np.allclose(moved.states[:, 4], model.run(TEXTS, head_mask=keep).states[:, 4], atol=1e-3)
+    np.testing.assert_allclose(model.encode(TEXTS, head_mask=keep, replace=replace),
+                               model.pool(moved.states[:, -1], moved.real), atol=1e-6)
+    with pytest.raises(ValueError, match=r"replace must be floats of shape \(6, 12, 384\)"):
+        model.encode(TEXTS, head_mask=keep, replace=np.zeros((12, 384)))
+
+
 @pytest.mark.parametrize("head_mask", [np.ones((6, 11), dtype=bool), np.ones((6, 12)), [[True] * 12] * 5])
 def test_bad_head_mask_is_refused(model, head_mask):
     with pytest.raises(ValueError, match=r"head_mask must be a bool array of shape \(6, 12\)"):

@@ -83,7 +83,8 @@ def test_self_attention_backward(rng, batch, rows):
 
 CONFIGS = {"full": {}, "layer norm": dict(layer_norm=True), "feed-forward": dict(feed_forward=True),
            "both": dict(layer_norm=True, feed_forward=True), "no attention": dict(attention=False),
-           "no positions": dict(positions=False)}
+           "no positions": dict(positions=False), "no residual": dict(residual=False),
+           "no residual, with LayerNorm": dict(residual=False, layer_norm=True)}
 
 
 @pytest.mark.parametrize("variant", CONFIGS)
@@ -176,6 +177,16 @@ def test_training_lowers_the_loss_and_is_seeded():
     assert np.mean(runs[0][-5:]) < np.mean(runs[0][:5]) - 0.5
 
 
+def test_without_the_residual_the_read_out_sees_only_the_change():
+    config, bare = tm.Config(d_model=8), tm.Config(d_model=8, residual=False)
+    params = tm.init_params(config, rng=0)
+    ids, lengths, masked = np.array([[2, 12, 21, 0]]), np.array([3]), np.array([2])
+    with_residual, cache = tm.forward(params, config, ids, lengths, masked)
+    without, _ = tm.forward(params, bare, ids, lengths, masked)
+    x_m = cache["X"][0, 2]  # (8,): the hidden word's own vector, which only the residual adds back
+    np.testing.assert_allclose(with_residual - without, (x_m @ params["W_out"])[None], atol=1e-12)
+
+
 def test_evaluate_verbs_and_subject_share():
     config = tm.Config(d_model=8)
     params = tm.init_params(config, rng=0)
@@ -207,6 +218,7 @@ def _bad_calls():
         (lambda: tf.self_attention(p, X, lengths, 2, rows=np.array([0, 2])), ValueError, "rows"),
         (lambda: tm.Config(d_model=10, n_heads=3), ValueError, "not divisible"),
         (lambda: tm.Config(d_ff=0), ValueError, "d_ff"),
+        (lambda: tm.Config(attention=False, residual=False), ValueError, "residual=False needs attention"),
         (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(layer_norm=True), np.ones((1, 3), int),
                             np.array([3]), np.array([0])), ValueError, "ln_1_gamma"),
         (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(), np.array([[2, 99, 3]]),

@@ -324,9 +324,11 @@ def checks_section(module):
         shown = e["name"] + e["signature"]
         lines.append(f"| `{cell(shown)}` | {cell(e['summary']) or '—'} |")
     lines += ["", "Every registered exercise: `checks.<name>(answer)` runs its check; its module is "
-              "`helpers/checks/nbNN_<notebook>.py`.", "", "| exercise | notebook |", "|---|---|"]
+              "`helpers/checks/nbNN_<notebook>.py`. The mistakes are the codes of the wrong answers it registers, "
+              "each named by its own message (`Result.mistake`).", "",
+              "| exercise | notebook | mistakes it names |", "|---|---|---|"]
     for name, ex in sorted(module.EXERCISES.items(), key=lambda item: (item[1].notebook, item[0])):
-        lines.append(f"| `{name}` | {ex.notebook} |")
+        lines.append(f"| `{name}` | {ex.notebook} | " + ", ".join(f"`{code}`" for code in ex.mistakes) + " |")
     return lines + [""]
 
 

@@ -30,6 +30,7 @@ from helpers.checks._core import (  # noqa: F401 - the public names of the packa
     as_array,
     call,
     compare,
+    edited,
     exercise,
     expect_close,
     expect_equal,

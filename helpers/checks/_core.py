@@ -20,20 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers.checks._diagnose import explain_crash, is_untouched_stub, uses_forbidden
+from helpers.checks._expect import Mismatch, as_array, expect_close, expect_equal  # noqa: F401 - re-exported
 
 CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
-
-
-class Mismatch(Exception):
-    """The answer is wrong: the message says what, in words and shapes; `code` names the mistake.
-
-    code: a short stable name of a recognised mistake ("wrong-axis", "no-residual"), the same one the
-    exercise's `mistakes` registers; the generic comparisons use "wrong-shape", "wrong-values", ...
-    """
-
-    def __init__(self, message, code):
-        super().__init__(message)
-        self.code = code
 
 
 class NotAttempted(Exception):
@@ -81,12 +70,12 @@ class Result:
 EXERCISES = {}
 # names the checks package already uses: an exercise may not take them
 RESERVED = {"hint", "solution", "progress", "call", "exercise", "expect_close", "expect_equal", "as_array",
-            "compare"}
+            "compare", "edited"}
 LATEST = {}  # exercise name -> the status of its latest check in this kernel (for progress())
 HINTS_SHOWN = {}  # exercise name -> how many of its hints the learner has asked for in this kernel
 
 
-def exercise(*, notebook, hint, solution, hint2="", mistakes=None, forbid=(), wrong=None):  # TRANSITION: wrong=
+def exercise(*, notebook, hint, hint2, solution, mistakes, forbid=()):
     """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`.
 
     hint: the idea in words (no code); hint2: a more concrete second hint (still no code).
@@ -102,9 +91,6 @@ def exercise(*, notebook, hint, solution, hint2="", mistakes=None, forbid=(), wr
         if name in EXERCISES:  # a second one would silently replace the first
             raise ValueError(f"exercise {name!r} is registered twice (notebooks "
                              f"{EXERCISES[name].notebook} and {notebook}): rename one")
-        nonlocal mistakes
-        if mistakes is None and wrong is not None:  # TRANSITION
-            mistakes = {"unnamed": wrong}
         if not mistakes:
             raise ValueError(f"exercise {name!r} registers no mistakes: give at least one plausible wrong answer")
         EXERCISES[name] = Exercise(name, notebook, check_fn, _clean(hint), _clean(hint2), _clean(solution),
@@ -121,6 +107,18 @@ def exercise(*, notebook, hint, solution, hint2="", mistakes=None, forbid=(), wr
 
 def _clean(text):
     return textwrap.dedent(text).strip()
+
+
+def edited(source, *changes):
+    """`source` (an exercise's solution) with each (old, new) text replaced: one plausible wrong answer.
+
+    Each `old` must occur in the source, so a solution edited later cannot silently drop a mistake.
+    """
+    for old, new in changes:
+        if old not in source:
+            raise ValueError(f"{old!r} is not in the source it should change")
+        source = source.replace(old, new)
+    return source
 
 
 def call(fn, *args, **kwargs):
@@ -142,50 +140,6 @@ def call(fn, *args, **kwargs):
     if result is None:
         raise Mismatch("your function returned None: did you forget `return`?", "returned-none")
     return result
-
-
-def as_array(got, what):
-    """`got` as a numeric ndarray, or Mismatch naming `what`."""
-    try:
-        arr = np.asarray(got)
-    except Exception:  # a ragged list, an object numpy cannot read
-        raise Mismatch(f"{what} should be an array, got {type(got).__name__}", "not-an-array") from None
-    if arr.dtype == object or arr.dtype.kind in "USV":
-        raise Mismatch(f"{what} should be an array of numbers, got {type(got).__name__}", "not-an-array")
-    return arr
-
-
-def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
-    """Raise Mismatch unless `got` has `expected`'s shape and values (to rtol/atol)."""
-    expected = np.asarray(expected)
-    arr = as_array(got, what)
-    if arr.shape != expected.shape:
-        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
-    if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
-        raise Mismatch(f"{what} should hold numbers, got dtype {arr.dtype}", "not-an-array")
-    if np.iscomplexobj(arr):
-        raise Mismatch(f"{what} holds complex numbers; expected real ones", "not-an-array")
-    if np.any(np.isnan(arr.astype(float))) and not np.any(np.isnan(expected.astype(float))):
-        raise Mismatch(f"{what} contains NaN", "nan")
-    if not np.allclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True):
-        diff = np.abs(arr.astype(float) - expected.astype(float))
-        where = np.unravel_index(np.nanargmax(diff), diff.shape) if diff.ndim else ()
-        at = f" at index {tuple(int(i) for i in where)}" if where else ""
-        raise Mismatch(f"{what} differs from the expected values{at}: "
-                       f"got {float(arr[where]):.4g}, expected {float(expected[where]):.4g}", "wrong-values")
-
-
-def expect_equal(got, expected, what):
-    """Raise Mismatch unless `got` equals `expected` exactly (shape, dtype kind and values)."""
-    expected = np.asarray(expected)
-    arr = as_array(got, what)
-    if arr.shape != expected.shape:
-        raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
-    if expected.dtype == bool and arr.dtype != bool:
-        raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}", "not-boolean")
-    if not np.array_equal(arr, expected):
-        where = tuple(int(i) for i in np.argwhere(arr != expected)[0])
-        raise Mismatch(f"{what} differs at index {where}: got {arr[where]}, expected {expected[where]}", "wrong-values")
 
 
 def _next_help(name):

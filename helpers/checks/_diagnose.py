@@ -117,8 +117,8 @@ def _explain_numpy(message):
                        r"different from (\d+)\)", message)
     if matmul:
         return (f". In a matrix product A times B the last axis of A must equal the second-to-last of B, here "
-                f"{matmul.group(2)} and {matmul.group(1)}: a missing transpose is the usual cause (queries times "
-                "keys is (T_q, d_k) times (d_k, T_k), so the keys go in transposed)")
+                f"{matmul.group(2)} and {matmul.group(1)}: a missing transpose is the usual cause (to compare "
+                "every row of one matrix with every row of another, the second goes in transposed)")
     broadcast = re.search(r"could not be broadcast together with shapes (\S+) (\S+)", message)
     if broadcast:
         return (f". Arrays of shapes {broadcast.group(1)} and {broadcast.group(2)} cannot be combined element "

@@ -3,6 +3,7 @@
 import numpy as np
 
 from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close, expect_equal
+from helpers.checks._mistakes import broadcast_clash
 
 
 @exercise(
@@ -33,6 +34,10 @@ from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, 
             def cosine_similarity(a, b):
                 return a * b / (np.linalg.norm(a) * np.linalg.norm(b))
         """,
+        "squared-lengths": """
+            def cosine_similarity(a, b):
+                return a @ b / (np.sum(a * a) * np.sum(b * b))
+        """,
     },
     forbid=("helpers.embeddings.cosine_similarity",),
 )
@@ -40,7 +45,7 @@ def cosine_similarity(answer):
     rng = check_rng()
     for d in (2, 5, 384):
         a, b = rng.normal(size=d), rng.normal(size=d) * 3
-        what = f"cosine_similarity(a, b) for two vectors of length d={d}"
+        what = f"cosine_similarity(a, b) for a and b of shape ({d},)"
         got = as_array(call(answer, a, b), what)
         length_a, length_b = np.linalg.norm(a), np.linalg.norm(b)
         if got.shape == (d,) and np.allclose(got.sum(), a @ b / (length_a * length_b)):
@@ -53,10 +58,13 @@ def cosine_similarity(answer):
             raise Mismatch(f"{what}: you divided by the length of a, then multiplied by the length of b. Division "
                            "and multiplication run from left to right: divide by the product of the two lengths, "
                            "in brackets", "no-brackets")
+        if got.shape == () and np.isclose(got, a @ b / (length_a * length_b) ** 2):
+            raise Mismatch(f"{what}: you divided by the squared lengths, a·a times b·b. A vector's length is the "
+                           "square root of its dot product with itself, √(a·a)", "squared-lengths")
         for length, which in ((length_a, "a"), (length_b, "b")):
             if got.shape == () and np.isclose(got, a @ b / length):
-                raise Mismatch(f"{what}: you divided by the length of {which} only; divide by both lengths",
-                               "one-length")
+                raise Mismatch(f"{what}: you divided the dot product by the length of {which} only; the cosine "
+                               "divides it by both lengths, |a| times |b|", "one-length")
         expect_close(got, a @ b / (length_a * length_b), what)
 
 
@@ -65,8 +73,8 @@ def cosine_similarity(answer):
     hint="Compute the cosine of v with every row of the table at once, then find the rows with the k largest "
          "cosines, best first. np.argsort gives the order of the rows.",
     hint2="The table (n, d) times v (d,) is n dot products, one per row; divide each by its row's length and by "
-          "v's length (np.linalg.norm along the rows gives the n lengths). np.argsort sorts from smallest to "
-          "largest: sort the negated cosines, and keep the first k row numbers.",
+          "v's length (np.linalg.norm along the rows gives the n lengths, shape (n,) like the dot products). "
+          "np.argsort sorts from smallest to largest: sort the negated cosines, and keep the first k row numbers.",
     solution="""
         def nearest_neighbours(v, table, k):
             cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))  # (n, d) @ (d,) -> (n,)
@@ -92,18 +100,42 @@ def cosine_similarity(answer):
                 cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
                 return -np.sort(-cosines)[:k]
         """,
+        "lengths-as-a-column": """
+            def nearest_neighbours(v, table, k):
+                cosines = table @ v / (np.linalg.norm(table, axis=1, keepdims=True) * np.linalg.norm(v))
+                return np.argsort(-cosines)[:k]
+        """,
+        "column-lengths": """
+            def nearest_neighbours(v, table, k):
+                cosines = table @ v / (np.linalg.norm(table, axis=0) * np.linalg.norm(v))
+                return np.argsort(-cosines)[:k]
+        """,
     },
 )
 def nearest_neighbours(answer):
     rng = check_rng()
     # rows of very different lengths, so ranking by dot product and by cosine disagree
-    table = rng.normal(size=(60, 8)) * rng.uniform(0.2, 5.0, size=(60, 1))
+    n, d = 60, 8
+    table = rng.normal(size=(n, d)) * rng.uniform(0.2, 5.0, size=(n, 1))
     for k in (5, 1):
-        v = rng.normal(size=8)
+        v = rng.normal(size=d)
         cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
         expected = np.argsort(-cosines)[:k]
-        what = f"nearest_neighbours(v, table, k={k}) for a table of 60 rows"
-        got = as_array(call(answer, v, table, k), what).ravel()
+        what = f"nearest_neighbours(v, table, k={k}) for a table of shape ({n}, {d}) and v of shape ({d},)"
+        try:
+            raw = as_array(call(answer, v, table, k), what)
+        except ValueError as exc:
+            if broadcast_clash(exc) == {(n,), (d,)}:
+                raise Mismatch(f"{what}: your {n} dot products, shape ({n},), met {d} lengths, shape ({d},): those "
+                               f"are the lengths of the table's {d} columns. Each row needs its own length, {n} "
+                               "of them, measured along the rows", "column-lengths") from None
+            raise
+        if raw.ndim == 2 and raw.shape[-1] == n:
+            raise Mismatch(f"{what} has shape {raw.shape}, not {k} row numbers: the row lengths, kept as a column "
+                           f"of shape ({n}, 1), met the {n} dot products, shape ({n},), and made a ({n}, {n}) table "
+                           f"of every length with every dot product. Divide the {n} dot products by {n} lengths of "
+                           f"the same shape, ({n},), one per row", "lengths-as-a-column")
+        got = raw.ravel()
         if got.shape == expected.shape and np.allclose(got, np.sort(cosines)[::-1][:k]):
             raise Mismatch(f"{what} returned the {k} largest cosines themselves; return the numbers of their rows "
                            "in the table, best first", "values-not-rows")
@@ -115,6 +147,7 @@ def nearest_neighbours(answer):
                 raise Mismatch(f"{what} gave the least similar rows: np.argsort sorts from smallest to largest, so "
                                "sort the negated cosines to get the largest first", "least-similar")
             if np.array_equal(got, np.argsort(-(table @ v))[:k]):
-                raise Mismatch(f"{what} ranks by the dot product, so long rows win: divide by the lengths (cosine)",
-                               "dot-product")
+                raise Mismatch(f"{what} ranks the rows as their dot products with v do, so long rows win: divide "
+                               "each row's dot product by that row's own length (dividing by one length for the "
+                               "whole table does not change the order)", "dot-product")
         expect_equal(got, expected, f"{what} (row indices, best first)")

@@ -4,12 +4,22 @@ import numpy as np
 
 from helpers.attention import softmax
 from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+from helpers.checks._mistakes import broadcast_clash
+
+
+def _same(got, candidate):
+    return got.shape == np.shape(candidate) and np.allclose(got, candidate)
 
 
 @exercise(
     notebook="03_queries_keys_values",
-    hint="Project X three times (Q = X @ W_q, K = X @ W_k, V = X @ W_v). The scores compare every "
-         "query with every key, rows = queries: Q @ K.T.",
+    hint="Project X three times, once by each matrix, to get Q, K and V: a token is a row, so X comes first in "
+         "each product. The scores compare every query with every key: Q times the transpose of K, one row per "
+         "query.",
+    hint2="X is (T, d_model); W_q and W_k are (d_model, d_k) and W_v is (d_model, d_v). X times W_q gives Q, shape "
+          "(T, d_k), and likewise K (T, d_k) and V (T, d_v). The scores are Q (T, d_k) times K transposed "
+          "(d_k, T), shape (T, T), with row i for query i and column j for key j. Return the four in the order Q, "
+          "K, V, scores: no softmax, and no division by √d_k (that is notebook 04's subject).",
     solution="""
         def qkv_scores(X, W_q, W_k, W_v):
             Q = X @ W_q  # (T, d_model) @ (d_model, d_k) -> (T, d_k)
@@ -18,61 +28,170 @@ from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, 
             scores = Q @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
             return Q, K, V, scores
     """,
-    wrong="""
-        def qkv_scores(X, W_q, W_k, W_v):
-            Q = X @ W_q
-            K = X @ W_k
-            V = X @ W_v
-            return Q, K, V, K @ Q.T
-    """,
+    mistakes={
+        "transposed": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = X @ W_q, X @ W_k, X @ W_v
+                return Q, K, V, K @ Q.T
+        """,
+        "scaled": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = X @ W_q, X @ W_k, X @ W_v
+                return Q, K, V, Q @ K.T / np.sqrt(K.shape[-1])
+        """,
+        "weights-not-scores": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = X @ W_q, X @ W_k, X @ W_v
+                e = np.exp(Q @ K.T)
+                return Q, K, V, e / e.sum(axis=-1, keepdims=True)
+        """,
+        "elementwise": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = X @ W_q, X @ W_k, X @ W_v
+                return Q, K, V, Q * K
+        """,
+        "scores-of-x": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = X @ W_q, X @ W_k, X @ W_v
+                return Q, K, V, X @ X.T
+        """,
+        "swapped-q-and-k": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = X @ W_k, X @ W_q, X @ W_v
+                return Q, K, V, Q @ K.T
+        """,
+        "tokens-as-columns": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K, V = W_q.T @ X.T, W_k.T @ X.T, W_v.T @ X.T
+                return Q, K, V, Q.T @ K
+        """,
+        "not-four-things": """
+            def qkv_scores(X, W_q, W_k, W_v):
+                Q, K = X @ W_q, X @ W_k
+                return Q @ K.T
+        """,
+    },
 )
 def qkv_scores(answer):
     rng = check_rng()
-    X = rng.normal(size=(4, 5))
-    W_q, W_k, W_v = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)), rng.normal(size=(5, 2))
+    T, d_model, d_k, d_v = 4, 5, 3, 2
+    X = rng.normal(size=(T, d_model))
+    W_q, W_k, W_v = rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_k)), rng.normal(size=(d_model, d_v))
+    Q, K, V = X @ W_q, X @ W_k, X @ W_v  # (T, d_k), (T, d_k), (T, d_v)
+    scores = Q @ K.T  # (T, d_k) @ (d_k, T) -> (T, T)
+    shapes = f"X ({T}, {d_model}), W_q and W_k ({d_model}, {d_k}), W_v ({d_model}, {d_v})"
+    what = f"qkv_scores(X, W_q, W_k, W_v) for {shapes}"
     got = call(answer, X, W_q, W_k, W_v)
     if not isinstance(got, (tuple, list)) or len(got) != 4:
-        raise Mismatch("return four things, in this order: Q, K, V, scores")
-    Q, K, V = X @ W_q, X @ W_k, X @ W_v
-    shapes = "X (4, 5), W_q and W_k (5, 3), W_v (5, 2)"
-    for name, value, expected in zip(("Q", "K", "V"), got[:3], (Q, K, V), strict=True):
-        expect_close(value, expected, f"{name} for {shapes}")
-    scores = as_array(got[3], "scores")
-    if scores.shape == (4, 4) and np.allclose(scores, (Q @ K.T).T):
-        raise Mismatch("scores is transposed: row i must hold query i's scores against every key (Q @ K.T)")
-    if scores.shape == (4, 4) and np.allclose(scores, Q @ K.T / np.sqrt(3)):
-        raise Mismatch("scores is divided by sqrt(d_k): that scaling is 04's subject; here return Q @ K.T as it is")
-    expect_close(scores, Q @ K.T, f"scores for {shapes}")
+        if isinstance(got, np.ndarray) and got.shape == (T, T):
+            raise Mismatch(f"{what} returned one array of shape ({T}, {T}), the scores alone: return four things, "
+                           "in this order: Q, K, V and the scores", "not-four-things")
+        kind = f"{len(got)} things" if isinstance(got, (tuple, list)) else f"a {type(got).__name__}"
+        raise Mismatch(f"{what} returned {kind}: return four things, in this order: Q, K, V and the scores",
+                       "not-four-things")
+    got_Q, got_K, got_V = (as_array(value, f"{name} of {what}") for name, value in zip("QKV", got[:3], strict=True))
+    if _same(got_Q, K) and _same(got_K, Q):
+        raise Mismatch(f"{what}: your Q is X times W_k and your K is X times W_q, swapped. The queries come from "
+                       "W_q and the keys from W_k; swapped, entry (i, j) of the scores would be query j's score for "
+                       "key i", "swapped-q-and-k")
+    for name, value, expected, W in zip("QKV", (got_Q, got_K, got_V), (Q, K, V), (W_q, W_k, W_v), strict=True):
+        if _same(value, expected.T):
+            raise Mismatch(f"{what}: your {name} has shape {value.shape}, one column per token. In this series "
+                           f"tokens are rows: {name} is X ({T}, {d_model}) times W_{name.lower()} {W.shape}, X first, "
+                           f"so {name} has shape {expected.shape}, row i for token i", "tokens-as-columns")
+        expect_close(value, expected, f"{name} of {what}")
+    got_scores = as_array(got[3], f"the scores of {what}")
+    if _same(got_scores, scores.T):
+        raise Mismatch(f"{what}: your scores are transposed, keys times queries. Row i must hold query i's "
+                       "scores against every key, so the queries come first in the product", "transposed")
+    if _same(got_scores, scores / np.sqrt(d_k)):
+        raise Mismatch(f"{what}: your scores are divided by √d_k. That scaling is notebook 04's subject; here "
+                       "return the plain dot products of the queries with the keys", "scaled")
+    if _same(got_scores, softmax(scores)):
+        raise Mismatch(f"{what}: your scores are already weights (each row sums to 1). Return the raw scores, the "
+                       "dot products of the queries with the keys, before any softmax", "weights-not-scores")
+    if _same(got_scores, X @ X.T):
+        raise Mismatch(f"{what}: your scores compare X with itself, as notebook 02 did. Here they compare the "
+                       "queries with the keys: query i's dot product with key j", "scores-of-x")
+    if _same(got_scores, Q * K):
+        raise Mismatch(f"{what}: your scores have shape ({T}, {d_k}): you multiplied Q and K entry by entry, which "
+                       f"pairs each token only with itself. The scores pair every query with every key: a ({T}, {T}) "
+                       "table of dot products", "elementwise")
+    expect_close(got_scores, scores, f"the scores of {what}")
 
 
 @exercise(
     notebook="03_queries_keys_values",
-    hint="Row by row: d_scores = weights * (d_weights - s), where s = sum(weights * d_weights) over the "
-         "last axis. Use keepdims=True so s broadcasts back over the row.",
+    hint="Follow the formula above the exercise: each entry of the result is its weight times (its own d_weight "
+         "minus the row's average of the d_weights, weighted by that row's weights). That is one sum per row, "
+         "over the last axis.",
+    hint2="For weights of shape (..., T): multiply the weights and the d_weights entry by entry and sum over the "
+          "last axis, one number per row. Keep that sum as shape (..., 1) (numpy's keepdims option), so that it "
+          "is subtracted along its own row; subtract it from the d_weights, then multiply by the weights entry by "
+          "entry. The result has the shape of the weights.",
     solution="""
         def softmax_backward(d_weights, weights):
             inner = np.sum(d_weights * weights, axis=-1, keepdims=True)  # (..., T, 1)
             return weights * (d_weights - inner)  # (..., T, T)
     """,
-    wrong="""
-        def softmax_backward(d_weights, weights):
-            return weights * d_weights
-    """,
+    mistakes={
+        "first-term-only": """
+            def softmax_backward(d_weights, weights):
+                return weights * d_weights
+        """,
+        "wrong-axis": """
+            def softmax_backward(d_weights, weights):
+                inner = np.sum(d_weights * weights, axis=-2, keepdims=True)
+                return weights * (d_weights - inner)
+        """,
+        "diagonal-only": """
+            def softmax_backward(d_weights, weights):
+                return weights * (1 - weights) * d_weights
+        """,
+        "unweighted-sum": """
+            def softmax_backward(d_weights, weights):
+                inner = np.sum(d_weights, axis=-1, keepdims=True)
+                return weights * (d_weights - inner)
+        """,
+        "sums-as-a-row": """
+            def softmax_backward(d_weights, weights):
+                inner = np.sum(d_weights * weights, axis=-1)
+                return weights * (d_weights - inner)
+        """,
+    },
     forbid=("helpers.softmax_backward", "helpers.attention.softmax_backward"),
 )
 def softmax_backward(answer):
     rng = check_rng()
     for shape in ((3, 4), (2, 3, 5)):
-        weights = softmax(rng.normal(size=shape) * 2)
+        weights = softmax(rng.normal(size=shape) * 2)  # (..., T), each row sums to 1
         d_weights = rng.normal(size=shape)
         expected = weights * (d_weights - np.sum(d_weights * weights, axis=-1, keepdims=True))
-        what = f"d_scores for weights of shape {shape}"
-        got = as_array(call(answer, d_weights, weights), what)
-        if got.shape == expected.shape and np.allclose(got, weights * d_weights):
-            raise Mismatch(f"{what} is weights * d_weights, only the first term: every weight of a row also "
-                           "moves when one score moves (they sum to 1), so subtract the row's sum of "
-                           "weights * d_weights from d_weights first")
+        what = f"softmax_backward(d_weights, weights) for weights of shape {shape}"
+        try:
+            got = as_array(call(answer, d_weights, weights), what)
+        except ValueError as exc:
+            if broadcast_clash(exc) == {shape, shape[:-1]}:
+                raise Mismatch(f"{what}: the row sums came out with shape {shape[:-1]}, the summed axis gone, so "
+                               f"numpy, lining shapes up from the right, could not subtract them from the d_weights, "
+                               f"shape {shape}. Keep the summed axis, shape {shape[:-1] + (1,)}, so that each row's "
+                               "sum is subtracted along its own row", "sums-as-a-row") from None
+            raise
+        if got.shape != expected.shape or np.iscomplexobj(got):
+            expect_close(got, expected, what)
+        if np.allclose(got, weights * d_weights):
+            raise Mismatch(f"{what} is the weights times the d_weights, entry by entry: only the first term. Every "
+                           "weight of a row also moves when one score moves (the row sums to 1), so subtract the "
+                           "row's weighted average of the d_weights from each d_weight first", "first-term-only")
+        if np.allclose(got, weights * (1 - weights) * d_weights):
+            raise Mismatch(f"{what}: you used w·(1 − w) times the d_weight, the diagonal of the softmax's Jacobian "
+                           "only (the sigmoid's derivative). Moving score i also changes every other weight j of the "
+                           "row, by −w_i·w_j, so the row's sum of w_j·g_j enters every entry", "diagonal-only")
+        if np.allclose(got, weights * (d_weights - d_weights.sum(axis=-1, keepdims=True))):
+            raise Mismatch(f"{what}: the sum you subtract adds up the d_weights alone; weigh each by its weight, "
+                           "Σ_j w_j·g_j, the row's weighted average of the d_weights", "unweighted-sum")
         wrong_axis = weights * (d_weights - np.sum(d_weights * weights, axis=-2, keepdims=True))
-        if got.shape == expected.shape and np.allclose(got, wrong_axis):
-            raise Mismatch(f"{what}: you summed over axis -2; each row is its own softmax, so sum over the last axis")
+        if np.allclose(got, wrong_axis):
+            raise Mismatch(f"{what}: you summed down each column (over the second-to-last axis). Each row is its "
+                           "own softmax, so sum along each row, over the last axis", "wrong-axis")
         expect_close(got, expected, what)

@@ -2,75 +2,178 @@
 
 import numpy as np
 
-from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
 from helpers.checks._mistakes import same_numbers_other_order
-from helpers.checks._reference import multihead_loop
+from helpers.checks._reference import masked_softmax_loop, multihead_loop
+
+
+def _is(got, candidate, expected):
+    """True when `got` is `candidate` (shape and values) and `candidate` is not the right answer here."""
+    return (got.shape == candidate.shape and not np.iscomplexobj(got) and np.allclose(got, candidate)
+            and not (candidate.shape == expected.shape and np.allclose(candidate, expected)))
 
 
 @exercise(
     notebook="06_multi_head_attention",
-    hint="Head i owns columns i*d_head:(i+1)*d_head. Reshape the last axis into (n_heads, d_head), giving "
-         "(..., T, h, d_head), then swap the T and h axes with np.swapaxes(X, -3, -2). A reshape alone mixes tokens.",
+    hint="Head i owns a block of d_head neighbouring columns of every token. Cut the last axis into two, (heads, "
+         "d_head), then bring the heads axis in front of the tokens axis; np.swapaxes exchanges two axes, and "
+         "counting axes from the end works whatever the number of leading axes.",
+    hint2="From X of shape (..., T, d_model): a reshape that keeps the leading axes and T and cuts the last axis "
+          "gives (..., T, h, d_head), token by token; exchanging the third-last and the second-last axes then "
+          "gives (..., h, T, d_head). A single reshape straight to (..., h, T, d_head) keeps the numbers in "
+          "memory order, so it mixes tokens into heads.",
     solution="""
         def split_heads_batched(X, n_heads):
             *batch, T, d_model = X.shape
             X = X.reshape(*batch, T, n_heads, d_model // n_heads)  # (..., T, h, d_head)
             return np.swapaxes(X, -3, -2)  # (..., h, T, d_head)
     """,
-    wrong="""
-        def split_heads_batched(X, n_heads):
-            *batch, T, d_model = X.shape
-            return X.reshape(*batch, n_heads, T, d_model // n_heads)  # the right shape, the wrong numbers
-    """,
+    mistakes={
+        "plain-reshape": """
+            def split_heads_batched(X, n_heads):
+                *batch, T, d_model = X.shape
+                return X.reshape(*batch, n_heads, T, d_model // n_heads)
+        """,
+        "no-swap": """
+            def split_heads_batched(X, n_heads):
+                *batch, T, d_model = X.shape
+                return X.reshape(*batch, T, n_heads, d_model // n_heads)
+        """,
+        "front-axes": """
+            def split_heads_batched(X, n_heads):
+                *batch, T, d_model = X.shape
+                X = X.reshape(*batch, T, n_heads, d_model // n_heads)
+                return np.swapaxes(X, 1, 2)
+        """,
+        "wrong-places": """
+            def split_heads_batched(X, n_heads):
+                *batch, T, d_model = X.shape
+                X = X.reshape(*batch, T, d_model // n_heads, n_heads)
+                return np.moveaxis(X, -1, -3)
+        """,
+    },
     forbid=("helpers.split_heads", "helpers.multihead.split_heads"),
 )
 def split_heads_batched(answer):
     rng = check_rng()
     for shape, n_heads in (((6, 4), 2), ((2, 5, 12), 3), ((2, 3, 4, 8), 4), ((3, 6), 1)):
         X = rng.normal(size=shape)
-        d_head = shape[-1] // n_heads
+        *batch, T, d_model = shape
+        d_head = d_model // n_heads
         expected = np.stack([X[..., i * d_head:(i + 1) * d_head] for i in range(n_heads)], axis=-3)
         what = f"split_heads_batched(X of shape {shape}, n_heads={n_heads})"
         got = as_array(call(answer, X, n_heads), what)
-        same_numbers_other_order(got, expected, what, "a reshape straight to (..., h, T, d_head) mixes tokens "
-                                 "into heads; reshape to (..., T, h, d_head) first, then swap axes -3 and -2")
+        by_token = X.reshape(*batch, T, n_heads, d_head)  # (..., T, h, d_head)
+        if _is(got, X.reshape(*batch, n_heads, T, d_head), expected):
+            raise Mismatch(f"{what} has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens "
+                           "into heads: it fills head 0 with the first tokens' numbers in memory order, so a row of a "
+                           "head holds pieces of several tokens. Cut each token's columns into (h, d_head) first, "
+                           "then move the heads axis in front of the tokens", "plain-reshape")
+        if _is(got, by_token, expected):
+            raise Mismatch(f"{what} has shape {got.shape}, (..., T, h, d_head): each token's columns are cut into "
+                           "heads, but the heads axis still comes after the tokens. Exchange the tokens axis and the "
+                           "heads axis, to get (..., h, T, d_head)", "no-swap")
+        if by_token.ndim > 2 and _is(got, np.swapaxes(by_token, 1, 2), expected):
+            raise Mismatch(f"{what} has shape {got.shape}, expected {expected.shape}: you exchanged the second and "
+                           "third axes counted from the front, which are the tokens and heads axes only when there is "
+                           f"exactly one leading axis, and this X has {len(batch) or 'no'} leading axes. Count from "
+                           "the end, the third-last and second-last, so it works for any number", "front-axes")
+        if not np.iscomplexobj(got):
+            same_numbers_other_order(got, expected, what, "head i takes d_head neighbouring columns of each token "
+                                     "(head 0 the first d_head columns, head 1 the next d_head), and the tokens keep "
+                                     "their order", "wrong-places")
         expect_close(got, expected, what)
 
 
 @exercise(
     notebook="06_multi_head_attention",
-    hint="Undo the split in reverse order: swap the heads and tokens axes back with np.swapaxes(H, -3, -2), "
-         "giving (..., T, h, d_head), then reshape the last two axes into one of width h * d_head.",
+    hint="Undo the split in reverse order: bring the tokens axis back in front of the heads axis (np.swapaxes), "
+         "then join the last two axes into one of width h·d_head.",
+    hint2="From H of shape (..., h, T, d_head): exchanging the third-last and second-last axes gives (..., T, h, "
+          "d_head), each token with its h pieces; a reshape that keeps the leading axes and T and joins the last "
+          "two gives (..., T, h·d_head), head 0's columns first. Do not add the heads up: they sit side by side.",
     solution="""
         def merge_heads_batched(H):
             *batch, n_heads, T, d_head = H.shape
             H = np.swapaxes(H, -3, -2)  # (..., T, h, d_head)
             return H.reshape(*batch, T, n_heads * d_head)  # (..., T, d_model)
     """,
-    wrong="""
-        def merge_heads_batched(H):
-            *batch, n_heads, T, d_head = H.shape
-            return H.reshape(*batch, T, n_heads * d_head)  # the right shape, the wrong numbers
-    """,
+    mistakes={
+        "plain-reshape": """
+            def merge_heads_batched(H):
+                *batch, n_heads, T, d_head = H.shape
+                return H.reshape(*batch, T, n_heads * d_head)
+        """,
+        "not-joined": """
+            def merge_heads_batched(H):
+                return np.swapaxes(H, -3, -2)
+        """,
+        "heads-added": """
+            def merge_heads_batched(H):
+                return H.sum(axis=-3)
+        """,
+        "front-axes": """
+            def merge_heads_batched(H):
+                *batch, n_heads, T, d_head = H.shape
+                return np.swapaxes(H, 1, 2).reshape(*batch, T, n_heads * d_head)
+        """,
+        "wrong-places": """
+            def merge_heads_batched(H):
+                *batch, n_heads, T, d_head = H.shape
+                return np.moveaxis(H, -3, -1).reshape(*batch, T, n_heads * d_head)
+        """,
+    },
     forbid=("helpers.merge_heads", "helpers.multihead.merge_heads"),
 )
 def merge_heads_batched(answer):
     rng = check_rng()
     for shape in ((2, 6, 2), (2, 3, 5, 4), (3, 4, 2, 2, 3), (1, 3, 6)):
         H = rng.normal(size=shape)
-        expected = np.concatenate([H[..., i, :, :] for i in range(shape[-3])], axis=-1)
+        *batch, n_heads, T, d_head = shape
+        expected = np.concatenate([H[..., i, :, :] for i in range(n_heads)], axis=-1)
         what = f"merge_heads_batched(H of shape {shape})"
         got = as_array(call(answer, H), what)
-        same_numbers_other_order(got, expected, what, "a reshape alone puts one head's tokens side by side; "
-                                 "swap axes -3 and -2 back to (..., T, h, d_head) first, then reshape")
+        if _is(got, H.reshape(*batch, T, n_heads * d_head), expected):
+            raise Mismatch(f"{what} has the right shape, but a reshape alone keeps the numbers in memory order: "
+                           "each row of your result holds consecutive tokens of one head, side by side. Bring the "
+                           "tokens axis in front of the heads axis first, (..., T, h, d_head), then join the last "
+                           "two", "plain-reshape")
+        if _is(got, np.swapaxes(H, -3, -2), expected):
+            raise Mismatch(f"{what} has shape {got.shape}, (..., T, h, d_head): the tokens are back in front of the "
+                           f"heads, but each token still has its {n_heads} pieces on separate rows. Join the last two "
+                           f"axes into one of width h·d_head = {n_heads * d_head}", "not-joined")
+        if _is(got, H.sum(axis=-3), expected):
+            raise Mismatch(f"{what} has shape {got.shape}, (..., T, d_head): you added the heads up. Merging puts "
+                           f"them side by side, (..., T, h·d_head) = (..., {T}, {n_heads * d_head}); the sum over "
+                           "heads appears only once the output projection has been applied", "heads-added")
+        if H.ndim > 2 and _is(got, np.swapaxes(H, 1, 2).reshape(*batch, T, n_heads * d_head), expected):
+            raise Mismatch(f"{what}: you exchanged the second and third axes counted from the front, which are the "
+                           "heads and tokens axes only when there is exactly one leading axis, and this H has "
+                           f"{len(batch) or 'no'} leading axes. Count from the end, the third-last and second-last, "
+                           "so it works for any number", "front-axes")
+        if not np.iscomplexobj(got):
+            same_numbers_other_order(got, expected, what, "each token's row holds head 0's d_head numbers, then head "
+                                     "1's, and so on: whole heads side by side, the tokens in their order",
+                                     "wrong-places")
         expect_close(got, expected, what)
 
 
-@exercise(
-    notebook="06_multi_head_attention",
-    hint="Queries come from x, keys and values from context. Split Q, K, V into heads, scale each head's scores "
-         "by 1/sqrt(d_head) (not d_model), mask with -inf, softmax over the keys, mix V, merge the heads, then @ W_o.",
-    solution="""
+def _cross_attention_tokens_mixed(x, context, W_q, W_k, W_v, W_o, n_heads, mask, plain_merge):
+    """Cross-attention whose heads come from a plain reshape (T, d_model) -> (h, T, d_head): a common mistake.
+
+    plain_merge: merge with the plain reshape back too (else the right merge).
+    Shapes: x (T_q, d_model), context (T_k, d_model), mask (T_q, T_k) or None -> (T_q, d_model).
+    """
+    d_model = W_q.shape[1]
+    d_head = d_model // n_heads
+    Q, K, V = (M.reshape(n_heads, M.shape[0], d_head) for M in (x @ W_q, context @ W_k, context @ W_v))
+    allowed = np.ones((x.shape[0], context.shape[0]), bool) if mask is None else mask
+    heads = np.stack([masked_softmax_loop(Q[i] @ K[i].T / np.sqrt(d_head), allowed) @ V[i] for i in range(n_heads)])
+    merged = heads.reshape(x.shape[0], d_model) if plain_merge else np.concatenate(list(heads), axis=-1)
+    return merged @ W_o  # (T_q, d_model)
+
+
+_CROSS_SOLUTION = """
         def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
             d_head = W_q.shape[1] // n_heads
 
@@ -85,24 +188,32 @@ def merge_heads_batched(answer):
             weights = weights / weights.sum(axis=-1, keepdims=True)
             heads = np.einsum("hqk,hkd->hqd", weights, V)  # (h, T_q, d_head)
             return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o  # (T_q, d_model) @ (d_model, d_model)
-    """,
-    wrong="""
-        def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
-            d_model = W_q.shape[1]
-            d_head = d_model // n_heads
+    """
 
-            def split(M):
-                return M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
 
-            Q, K, V = split(x @ W_q), split(context @ W_k), split(context @ W_v)
-            scores = np.einsum("hqd,hkd->hqk", Q, K) / np.sqrt(d_model)  # the full width, not d_head
-            if mask is not None:
-                scores = np.where(mask, scores, -np.inf)
-            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            weights = weights / weights.sum(axis=-1, keepdims=True)
-            heads = np.einsum("hqk,hkd->hqd", weights, V)
-            return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o
-    """,
+@exercise(
+    notebook="06_multi_head_attention",
+    hint="The same steps as multi-head self-attention, except that the queries are projected from x and the keys "
+         "and values from context. Each head's scores are divided by √d_head, blocked scores become −∞ before the "
+         "softmax, and the merged heads are multiplied by W_o. np.einsum can run every head at once.",
+    hint2="x·W_q is (T_q, d_model); context·W_k and context·W_v are (T_k, d_model). Split each into heads, "
+          "(h, T, d_head), as in exercise 1; each head's scores are (h, T_q, T_k), divided by √d_head where "
+          "d_head = d_model / h (not √d_model). Where the mask is False the score becomes −∞, then a softmax over "
+          "the keys (the last axis), the weights times the values, (h, T_q, d_head), the heads merged back to "
+          "(T_q, d_model), and finally the product with W_o, (d_model, d_model).",
+    solution=_CROSS_SOLUTION,
+    mistakes={  # each the solution with one mistake put in
+        "keys-from-x": edited(_CROSS_SOLUTION,
+                              ("split(context @ W_k), split(context @ W_v)", "split(x @ W_k), split(x @ W_v)")),
+        "no-output-projection": edited(_CROSS_SOLUTION,
+                                       (".reshape(x.shape[0], -1) @ W_o", ".reshape(x.shape[0], -1)")),
+        "scaled-by-d-model": edited(_CROSS_SOLUTION, ("/ np.sqrt(d_head)", "/ np.sqrt(W_q.shape[1])")),
+        "not-scaled": edited(_CROSS_SOLUTION, ("/ np.sqrt(d_head)", "")),
+        "mask-ignored": edited(_CROSS_SOLUTION, ("if mask is not None:", "if False:")),
+        "tokens-mixed": edited(_CROSS_SOLUTION,   # a plain reshape to split, and its inverse to merge
+            ("M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)", "M.reshape(n_heads, M.shape[0], d_head)"),
+            ("heads.transpose(1, 0, 2).reshape(x.shape[0], -1)", "heads.reshape(x.shape[0], -1)")),
+    },
     forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention"),
 )
 def multi_head_cross_attention(answer):
@@ -112,22 +223,34 @@ def multi_head_cross_attention(answer):
         x, context = rng.normal(size=(3, d_model)), rng.normal(size=(5, d_model))
         W_q, W_k, W_v, W_o = (rng.normal(size=(d_model, d_model)) for _ in range(4))
         weights = (x, context, W_q, W_k, W_v, W_o, n_heads)
+        d_head = d_model // n_heads
         masked = "a (3, 5) causal mask" if mask is not None else "no mask"
-        what = f"multi_head_cross_attention with d_model={d_model}, n_heads={n_heads}, {masked}"
+        what = (f"multi_head_cross_attention for x (3, {d_model}), context (5, {d_model}), n_heads={n_heads}, "
+                f"{masked}")
         got = as_array(call(answer, *weights, mask), what)
-        mistakes = [
-            (multihead_loop(x, x, *weights[2:]), "the keys and values come from x: in cross-attention only the "
-             "queries come from x; keys and values come from context"),
-            (multihead_loop(*weights, mask, project=False), "the heads are merged but W_o is not applied: "
-             "finish with concat @ W_o"),
-            (multihead_loop(*weights, mask, scale=1 / np.sqrt(d_model)), "each head's scores are divided by "
-             "sqrt(d_model); a head's queries and keys have d_head entries, so divide by sqrt(d_head)"),
-        ]
-        if mask is not None:
-            mistakes.append((multihead_loop(*weights), "the mask is not applied: set the scores where the mask "
-                             "is False to -np.inf before the softmax"))
         expected = multihead_loop(*weights, mask)
-        for candidate, advice in mistakes:  # (a mistake that gives the right numbers here, e.g. h = 1, is no mistake)
-            if got.shape == candidate.shape and np.allclose(got, candidate) and not np.allclose(candidate, expected):
-                raise Mismatch(f"{what}: {advice}")
+        if _is(got, multihead_loop(x, x, *weights[2:]), expected):
+            raise Mismatch(f"{what}: your keys and values come from x, so this is self-attention. In cross-attention "
+                           "only the queries come from x (3 tokens); the keys and values come from context (5 "
+                           "tokens), so the weights are (h, 3, 5)", "keys-from-x")
+        if _is(got, multihead_loop(*weights, mask, project=False), expected):
+            raise Mismatch(f"{what}: you merged the heads but did not apply the output projection W_o "
+                           f"({d_model}, {d_model}); the layer's output is the merged heads times W_o",
+                           "no-output-projection")
+        if _is(got, multihead_loop(*weights, mask, scale=1 / np.sqrt(d_model)), expected):
+            raise Mismatch(f"{what}: each head's scores are divided by √d_model = √{d_model}. A head's queries and "
+                           f"keys have d_head = {d_head} entries, so divide by √d_head = √{d_head}",
+                           "scaled-by-d-model")
+        if _is(got, multihead_loop(*weights, mask, scale=1.0), expected):
+            raise Mismatch(f"{what}: the scores are not scaled; divide each head's scores by √d_head = √{d_head}, "
+                           "as in 04_scaling", "not-scaled")
+        if mask is not None and _is(got, multihead_loop(*weights), expected):
+            raise Mismatch(f"{what}: the mask is not applied, so each query also attends to the keys it must not "
+                           "see. Where the mask is False, the score becomes −∞ before the softmax", "mask-ignored")
+        for plain_merge in (True, False):
+            if _is(got, _cross_attention_tokens_mixed(*weights, mask, plain_merge), expected):
+                raise Mismatch(f"{what}: your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head) "
+                               "fills head 0 with the first tokens' numbers in memory order, so a head's rows are "
+                               "pieces of several tokens. Cut each token's columns into (h, d_head) first, then move "
+                               "the heads axis in front (your split of exercise 1)", "tokens-mixed")
         expect_close(got, expected, what)

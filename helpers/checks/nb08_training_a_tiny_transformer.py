@@ -2,55 +2,52 @@
 
 import numpy as np
 
-from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
 from helpers.checks._reference import multihead_loop
 
+_BLOCK_SOLUTION = """
+    def residual_attention_block(X, W_q, W_k, W_v, W_o, n_heads):
+        T, d_model = X.shape
+        d_head = d_model // n_heads
 
-def _block(X, W_q, W_k, W_v, W_o, n_heads, residual=True, scale_width=None):
-    """Multi-head self-attention of one sentence, plus X unless residual=False; and the merged heads.
+        def split(M):  # (T, d_model) -> (h, T, d_head)
+            return M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
 
-    scale_width: scale the scores by 1/sqrt(scale_width) instead of 1/sqrt(d_head) (a common mistake).
-    Shapes: (T, d) -> (T, d), (T, d).
-    """
-    scale = None if scale_width is None else 1 / np.sqrt(scale_width)
-    merged = multihead_loop(X, X, W_q, W_k, W_v, W_o, n_heads, scale=scale, project=False)  # (T, d_model)
-    return merged @ W_o + X if residual else merged @ W_o, merged
+        Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
+        scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T, T)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)  # each row sums to 1
+        heads = weights @ V  # (h, T, T) @ (h, T, d_head) -> (h, T, d_head)
+        delta_E = heads.transpose(1, 0, 2).reshape(T, d_model) @ W_o  # (T, d_model)
+        return X + delta_E  # the residual: E' = E + ΔE
+"""
 
 
 @exercise(
     notebook="08_training_a_tiny_transformer",
-    hint="Project X three times, split each of Q, K, V into heads, run scaled dot-product attention in each head, "
-         "merge the heads and multiply by W_o: that is the change ΔE. The block returns X + ΔE.",
-    solution="""
-        def residual_attention_block(X, W_q, W_k, W_v, W_o, n_heads):
-            T, d_model = X.shape
-            d_head = d_model // n_heads
-
-            def split(M):  # (T, d_model) -> (h, T, d_head)
-                return M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
-
-            Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
-            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T, T)
-            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            weights /= weights.sum(axis=-1, keepdims=True)  # each row sums to 1
-            heads = weights @ V  # (h, T, T) @ (h, T, d_head) -> (h, T, d_head)
-            delta_E = heads.transpose(1, 0, 2).reshape(T, d_model) @ W_o  # (T, d_model)
-            return X + delta_E  # the residual: E' = E + ΔE
-    """,
-    wrong="""
-        def residual_attention_block(X, W_q, W_k, W_v, W_o, n_heads):
-            T, d_model = X.shape
-            d_head = d_model // n_heads
-
-            def split(M):
-                return M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
-
-            Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
-            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)
-            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            weights /= weights.sum(axis=-1, keepdims=True)
-            return (weights @ V).transpose(1, 0, 2).reshape(T, d_model) @ W_o  # ΔE only: X is not added back
-    """,
+    hint="Project X into queries, keys and values, split each into n_heads heads, run scaled dot-product attention "
+         "in each head, put the heads side by side again and project them with W_o: that is the change ΔE. The "
+         "block returns X + ΔE.",
+    hint2="Follow the shapes. X (T, d_model) times each W is (T, d_model). Head i owns columns i·d_head to "
+          "(i + 1)·d_head of every word's row, d_head = d_model / n_heads, so the split gives (n_heads, T, d_head). "
+          "In each head the scores Q·Kᵀ are (T, T), divided by √d_head, and the softmax runs along each row, over "
+          "the keys. The weights times V give (n_heads, T, d_head); merged back, the heads' columns in order, that "
+          "is (T, d_model); times W_o it is ΔE, and X + ΔE is the answer. split_heads, merge_heads and "
+          "scaled_dot_product_attention do the middle steps for you.",
+    solution=_BLOCK_SOLUTION,
+    mistakes={
+        "no-residual": edited(_BLOCK_SOLUTION, ("return X + delta_E", "return delta_E")),
+        "no-output-projection": edited(_BLOCK_SOLUTION, ("reshape(T, d_model) @ W_o", "reshape(T, d_model)")),
+        "scaled-by-d-model": edited(_BLOCK_SOLUTION, ("/ np.sqrt(d_head)", "/ np.sqrt(d_model)")),
+        "not-scaled": edited(_BLOCK_SOLUTION, ("/ np.sqrt(d_head)", "")),
+        "softmax-over-queries": edited(_BLOCK_SOLUTION, ("max(axis=-1, keepdims=True)", "max(axis=-2, keepdims=True)"),
+                                               ("sum(axis=-1, keepdims=True)", "sum(axis=-2, keepdims=True)")),
+        "one-wide-head": edited(_BLOCK_SOLUTION, ("d_head = d_model // n_heads", "d_head = d_model; n_heads = 1")),
+        "split-by-reshape": edited(_BLOCK_SOLUTION, ("M.reshape(T, n_heads, d_head).transpose(1, 0, 2)",
+                                            "M.reshape(n_heads, T, d_head)")),
+        "merge-by-reshape": edited(_BLOCK_SOLUTION, ("heads.transpose(1, 0, 2).reshape(T, d_model)",
+                                            "heads.reshape(T, d_model)")),
+    },
     forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention",
             "helpers.transformer.self_attention"),
 )
@@ -61,59 +58,174 @@ def residual_attention_block(answer):
         W_q, W_k, W_v, W_o = (rng.normal(0, 0.7, (d_model, d_model)) for _ in range(4))
         what = f"residual_attention_block(X of shape {X.shape}, ..., n_heads={n_heads})"
         got = as_array(call(answer, X, W_q, W_k, W_v, W_o, n_heads), what)
-        expected, merged = _block(X, W_q, W_k, W_v, W_o, n_heads)
-        _block_mistakes(got, X, (W_q, W_k, W_v, W_o), n_heads, merged, what)
+        _block_mistakes(got, X, (W_q, W_k, W_v, W_o), n_heads, what)
+        expected = X + multihead_loop(X, X, W_q, W_k, W_v, W_o, n_heads)  # a loop over heads, then the residual
         expect_close(got, expected, what)
 
 
-def _block_mistakes(got, X, W, n_heads, merged, what):
-    """Name the block's usual mistakes: no residual, no W_o, the wrong scale, one head instead of several."""
-    def same(candidate):
+def _variant(X, W_q, W_k, W_v, W_o, n_heads, *, residual=True, project=True, scale_width=None, softmax_axis=-1,
+             split_by_reshape=False, merge_by_reshape=False):
+    """The block with one part done the usual wrong way (the defaults give the right block).
+
+    scale_width: scale the scores by 1/sqrt(scale_width) instead of 1/sqrt(d_head), 0 for no scaling.
+    Shapes: X (T, d_model), W_* (d_model, d_model) -> (T, d_model).
+    """
+    T, d_model = X.shape
+    d_head = d_model // n_heads
+
+    def split(M):  # (T, d_model) -> (h, T, d_head)
+        return M.reshape(n_heads, T, d_head) if split_by_reshape else M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
+
+    Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
+    scale = 1.0 if scale_width == 0 else 1 / np.sqrt(d_head if scale_width is None else scale_width)
+    scores = Q @ K.transpose(0, 2, 1) * scale  # (h, T, T)
+    weights = np.exp(scores - scores.max(axis=softmax_axis, keepdims=True))
+    weights = weights / weights.sum(axis=softmax_axis, keepdims=True)
+    heads = weights @ V  # (h, T, d_head)
+    merged = heads.reshape(T, d_model) if merge_by_reshape else heads.transpose(1, 0, 2).reshape(T, d_model)
+    delta_E = merged @ W_o if project else merged  # (T, d_model)
+    return X + delta_E if residual else delta_E
+
+
+def _block_mistakes(got, X, W, n_heads, what):
+    """Name the block's usual mistakes, most specific first; return quietly when none matches."""
+    def same(heads=n_heads, **mistake):
+        candidate = _variant(X, *W, heads, **mistake)
         return got.shape == candidate.shape and np.allclose(got, candidate)
 
-    if same(_block(X, *W, n_heads, residual=False)[0]):
-        raise Mismatch(f"{what} returned ΔE, the change attention proposes; the block returns E' = E + ΔE: add X back")
-    if same(X + merged):
-        raise Mismatch(f"{what}: the merged heads still need W_o: E' = X + (merged heads) @ W_o")
-    if n_heads > 1 and same(_block(X, *W, n_heads, scale_width=X.shape[1])[0]):
-        raise Mismatch(f"{what}: you scaled by 1/sqrt(d_model); each head's scores are scaled by 1/sqrt(d_head), "
-                       "d_head = d_model // n_heads")
-    if n_heads > 1 and same(_block(X, *W, 1)[0]):
-        raise Mismatch(f"{what} is one wide head: split Q, K and V into n_heads={n_heads} heads first")
+    d_model = X.shape[1]
+    d_head = d_model // n_heads
+    if same(residual=False):
+        raise Mismatch(f"{what} returned ΔE, the change that attention proposes; the block returns E′ = X + ΔE: "
+                       "the input, with the change added to it", "no-residual")
+    if same(project=False):
+        raise Mismatch(f"{what}: the heads, put side by side, were added to X as they are; ΔE is the merged heads "
+                       f"projected by W_o, a ({d_model}, {d_model}) matrix, and then added", "no-output-projection")
+    if same(softmax_axis=-2):
+        raise Mismatch(f"{what}: each head's softmax ran down each column, over the queries; it runs along each row, "
+                       "over the keys, so that every word's weights over the words it reads sum to 1",
+                       "softmax-over-queries")
+    if same(scale_width=0):
+        raise Mismatch(f"{what}: the scores were not scaled; each head divides its scores by √d_head = √{d_head} "
+                       "before the softmax (notebook 04)", "not-scaled")
+    if n_heads == 1:
+        return
+    if same(scale_width=d_model):
+        raise Mismatch(f"{what}: you scaled the scores by 1/√d_model; a head compares vectors of width "
+                       f"d_head = d_model / n_heads = {d_head}, so its scores are scaled by 1/√d_head",
+                       "scaled-by-d-model")
+    if same(heads=1):
+        raise Mismatch(f"{what} is one head of width {d_model}: split the queries, keys and values into "
+                       f"n_heads = {n_heads} heads of width {d_head}, attend in each, then put them side by side",
+                       "one-wide-head")
+    if same(split_by_reshape=True):
+        raise Mismatch(f"{what}: your heads mix the words. Reshaping (T, d_model) straight into (n_heads, T, d_head) "
+                       "cuts across the rows; head i holds columns i·d_head to (i + 1)·d_head of every word's row: "
+                       "split the last axis into (n_heads, d_head) first, then bring the head axis to the front",
+                       "split-by-reshape")
+    if same(merge_by_reshape=True):
+        raise Mismatch(f"{what}: merging the heads by reshaping (n_heads, T, d_head) straight into (T, d_model) "
+                       "mixes the words; word t's row is head 0's row t, then head 1's row t, and so on: bring the "
+                       "word axis to the front first, then join each word's heads", "merge-by-reshape")
 
 
 @exercise(
     notebook="08_training_a_tiny_transformer",
-    hint="Start from zeros of shape (vocab_size, d_model). Every place (b, t) where word ids[b, t] sits adds "
-         "d_X[b, t] to that word's row. np.add.at(d_E, ids, d_X) does it; d_E[ids] += d_X counts a repeated word once.",
+    hint="Place (b, t) of X is a copy of the row of E for the word that sits there, so that row's gradient collects "
+         "the gradient of place (b, t). Start from zeros shaped like E and add every place's gradient to its word's "
+         "row. np.add.at adds at repeated indices correctly.",
+    hint2="The result has the shape of E, (vocab_size, d_model): one row per word of the vocabulary, whatever the "
+          "batch size and the sentence length. A word that sits in several places (\"the\", often twice in one "
+          "sentence) gets the sum of all their gradients. An ordinary indexed addition with the whole ids array "
+          "writes a repeated word's row only once; np.add.at adds once per place, and a loop over the places "
+          "does the same, more slowly.",
     solution="""
         def embedding_backward(d_X, ids, vocab_size):
             d_E = np.zeros((vocab_size, d_X.shape[-1]))  # (vocab_size, d_model)
             np.add.at(d_E, ids, d_X)  # row ids[b, t] collects d_X[b, t], once per place the word sits
             return d_E
     """,
-    wrong="""
-        def embedding_backward(d_X, ids, vocab_size):
-            d_E = np.zeros((vocab_size, d_X.shape[-1]))
-            d_E[ids] += d_X  # a word that sits in two places keeps only one of its gradients
-            return d_E
-    """,
+    mistakes={
+        "repeated-word-once": """
+            def embedding_backward(d_X, ids, vocab_size):
+                d_E = np.zeros((vocab_size, d_X.shape[-1]))
+                d_E[ids] += d_X  # a word that sits in two places keeps only one of its gradients
+                return d_E
+        """,
+        "averaged": """
+            def embedding_backward(d_X, ids, vocab_size):
+                d_E = np.zeros((vocab_size, d_X.shape[-1]))
+                np.add.at(d_E, ids, d_X)
+                counts = np.bincount(ids.ravel(), minlength=vocab_size)
+                return d_E / np.maximum(counts, 1)[:, None]  # the mean over the places, not the sum
+        """,
+        "transposed": """
+            def embedding_backward(d_X, ids, vocab_size):
+                d_E = np.zeros((d_X.shape[-1], vocab_size))
+                np.add.at(d_E.T, ids, d_X)
+                return d_E
+        """,
+        "rows-for-positions": """
+            def embedding_backward(d_X, ids, vocab_size):
+                d_E = np.zeros((vocab_size, d_X.shape[-1]))
+                for b in range(ids.shape[0]):
+                    for t in range(ids.shape[1]):
+                        d_E[t] += d_X[b, t]  # the row of the position, not of the word at it
+                return d_E
+        """,
+        "summed-over-batch": """
+            def embedding_backward(d_X, ids, vocab_size):
+                return d_X.sum(axis=0)
+        """,
+    },
     forbid=("helpers.transformer.embed_backward",),
 )
 def embedding_backward(answer):
     rng = check_rng()
+    vocab_size, d_model = 6, 3
     for ids in (np.array([[1, 4, 4, 0], [2, 4, 1, 3]]), np.array([[0, 1, 2]]), np.array([[5, 5, 5], [5, 0, 5]])):
-        vocab_size, d_model = 6, 3
-        d_X = rng.normal(size=ids.shape + (d_model,))
+        d_X = rng.normal(size=ids.shape + (d_model,))  # (B, T, d_model)
         expected = np.zeros((vocab_size, d_model))
-        for index in np.ndindex(ids.shape):
-            expected[ids[index]] += d_X[index]
+        for place in np.ndindex(ids.shape):
+            expected[ids[place]] += d_X[place]
         what = f"embedding_backward(d_X of shape {d_X.shape}, ids {ids.tolist()}, vocab_size={vocab_size})"
         got = as_array(call(answer, d_X, ids, vocab_size), what)
-        once = np.zeros((vocab_size, d_model))
-        once[ids] += d_X
-        if got.shape == once.shape and np.allclose(got, once) and not np.allclose(once, expected):
-            word = int(np.argmax(np.abs(once - expected).sum(axis=1)))
-            raise Mismatch(f"{what}: word {word} sits in {int((ids == word).sum())} places but its row got only one "
-                           "of their gradients (d_E[ids] += d_X writes each row once); use np.add.at(d_E, ids, d_X)")
+        _embedding_mistakes(got, d_X, ids, expected, what)
         expect_close(got, expected, what)
+
+
+def _embedding_mistakes(got, d_X, ids, expected, what):
+    """Name the embedding gradient's usual mistakes; return quietly when none matches."""
+    def same(candidate):
+        return got.shape == candidate.shape and np.allclose(got, candidate)
+
+    vocab_size, d_model = expected.shape
+    B, T = ids.shape
+    counts = np.bincount(ids.ravel(), minlength=vocab_size)  # (vocab_size,): the places of each word
+    repeated = int(np.argmax(counts))  # the word with the most places
+    if got.shape == (d_model, vocab_size) and d_model != vocab_size and np.allclose(got.T, expected):
+        raise Mismatch(f"{what} has shape ({d_model}, {vocab_size}), (d_model, vocab_size): your table is "
+                       f"transposed. dE has the shape of E, ({vocab_size}, {d_model}), one row per word",
+                       "transposed")
+    if B > 1 and same(d_X.sum(axis=0)):
+        raise Mismatch(f"{what} has shape ({T}, {d_model}): you added d_X up over the {B} sentences, which leaves "
+                       f"one row per position. dE has one row per word of the vocabulary, ({vocab_size}, {d_model}): "
+                       "each word's row collects the gradients of the places where it sits", "summed-over-batch")
+    by_position = np.zeros_like(expected)
+    by_position[:T] = d_X.sum(axis=0)
+    if T <= vocab_size and same(by_position) and not np.allclose(by_position, expected):
+        raise Mismatch(f"{what}: row t of your result collects the gradients of position t of every sentence; "
+                       "row v belongs to word v, and collects the gradient of every place where word v sits, "
+                       "whatever its position", "rows-for-positions")
+    once = np.zeros_like(expected)
+    once[ids] = d_X  # what an indexed addition with repeated ids leaves: one gradient per word
+    if counts[repeated] > 1 and same(once):
+        raise Mismatch(f"{what}: word {repeated} sits in {counts[repeated]} places but its row got only one of "
+                       "their gradients. An indexed addition with the whole ids array writes a repeated word's "
+                       "row once; each place must add its own gradient (np.add.at does, once per place)",
+                       "repeated-word-once")
+    if counts[repeated] > 1 and same(expected / np.maximum(counts, 1)[:, None]):
+        raise Mismatch(f"{what}: word {repeated} sits in {counts[repeated]} places and its row is the mean of their "
+                       "gradients; the loss changes through every one of those places, so the row is the sum "
+                       "of their gradients",
+                       "averaged")

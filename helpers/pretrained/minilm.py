@@ -94,6 +94,17 @@ class MiniLM:
                              f"(True = keep the head), got {head_mask.dtype} {head_mask.shape}")
         return head_mask
 
+    def _check_replace(self, replace):
+        """replace as one (12, 384) array or None per layer."""
+        if replace is None:
+            return [None] * self.n_layers
+        replace = np.asarray(replace)
+        shape = (self.n_layers, self.n_heads, self.d_model)
+        if replace.shape != shape or not np.issubdtype(replace.dtype, np.floating):
+            raise ValueError(f"replace must be floats of shape ({self.n_layers}, {self.n_heads}, {self.d_model}) "
+                             f"(what each switched-off head gives instead), got {replace.dtype} {replace.shape}")
+        return list(replace.astype(self.dtype, copy=False))
+
     def embed(self, ids, real):
         """Token + position + segment embeddings, then LayerNorm; zeros at padding.
 
@@ -103,17 +114,24 @@ class MiniLM:
         h = self.word_embeddings[ids] + self.position_embeddings[:T] + self.token_type_embedding  # (n, T, 384)
         return layer_norm(h, *self.embedding_norm) * real[..., None]
 
-    def layer(self, i, h, real, keep_heads=None):
+    def layer(self, i, h, real, keep_heads=None, replace=None):
         """Encoder layer i: attention, add and norm, feed-forward, add and norm.
 
         keep_heads (12,) or (n, 12) bool: a head switched off (False) may attend to nothing, so it adds nothing.
+        replace (12, 384): what a switched-off head adds instead, the same vector at every token (its mean
+        output, for mean-ablation); None: nothing (zero-ablation).
         Shapes: h (n, T, 384), real (n, T) bool -> h (n, T, 384) with zeros at padding, weights (n, 12, T, T).
         """
         layer = self.layers[i]
         mask = real[:, :, None] & real[:, None, :]  # (n, T, T): real queries see real keys, in every head
+        off = None
         if keep_heads is not None and not np.all(keep_heads):
             mask = mask[:, None] & np.asarray(keep_heads)[..., :, None, None]  # (n, 12, T, T): one per head
+            off = ~np.broadcast_to(np.asarray(keep_heads), (len(h), self.n_heads))  # (n, 12)
         attended, weights = layer["attention"](h, mask=mask)  # (n, T, 384), (n, 12, T, T)
+        if off is not None and replace is not None:
+            instead = off.astype(h.dtype) @ np.asarray(replace, dtype=h.dtype)  # (n, 12) @ (12, 384) -> (n, 384)
+            attended = attended + instead[:, None, :]  # the same vector at every token of a text
         # from here on each token is on its own: compute only the real tokens, as rows
         rows = layer_norm((h + attended)[real], *layer["attention_norm"])  # (N, 384), N real tokens
         hidden = gelu(rows @ layer["W_1"] + layer["b_1"])  # (N, 384) @ (384, 1536) -> (N, 1536)
@@ -122,20 +140,21 @@ class MiniLM:
         out[real] = rows  # (n, T, 384) again
         return out, weights
 
-    def run(self, texts, head_mask=None):
+    def run(self, texts, head_mask=None, replace=None):
         """Run texts through the model as one padded batch; every layer's states and weights.
 
         head_mask (6, 12) bool, True = keep: a switched-off head may attend to nothing, so its
         weights are all zero and it adds nothing (05's fully masked rows). So are padded rows.
+        replace (6, 12, 384): what each switched-off head adds instead, at every token (None: nothing).
         Shapes: n texts -> Output(tokens, states (n, 7, T, 384), weights (n, 6, 12, T, T), real (n, T)).
         Taught in 09_attention_in_a_real_model.
         """
-        head_mask = self._check_head_mask(head_mask)
+        head_mask, replace = self._check_head_mask(head_mask), self._check_replace(replace)
         tokens, ids, real = self.batch(texts)
         h = self.embed(ids, real)  # (n, T, 384)
         states, weights = [h], []
         for i in range(self.n_layers):
-            h, w = self.layer(i, h, real, head_mask[i])  # (n, T, 384), (n, 12, T, T)
+            h, w = self.layer(i, h, real, head_mask[i], replace[i])  # (n, T, 384), (n, 12, T, T)
             states.append(h)
             weights.append(w)
         return Output(tokens, np.stack(states, axis=1), np.stack(weights, axis=1), real)
@@ -157,15 +176,16 @@ class MiniLM:
         pooled = (h * real[..., None]).sum(axis=1) / counts  # (n, T, 384) -> (n, 384)
         return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
 
-    def encode(self, sentences, head_mask=None, batch_size=32):
+    def encode(self, sentences, head_mask=None, batch_size=32, replace=None):
         """Sentence embeddings: mean of the last layer over the real tokens, then unit length.
 
         Sentences of similar length are batched together, batch_size at a time.
+        head_mask and replace: heads switched off, and what they add instead, as in run().
         Shapes: a list of n strings (or one string) -> (n, 384).
         Taught in 09_attention_in_a_real_model.
         """
         sentences = [sentences] if isinstance(sentences, str) else list(sentences)
-        head_mask = self._check_head_mask(head_mask)
+        head_mask, replace = self._check_head_mask(head_mask), self._check_replace(replace)
         order = np.argsort([len(s) for s in sentences], kind="stable")  # less padding per batch
         embeddings = np.empty((len(sentences), self.d_model), dtype=self.dtype)  # (n, 384)
         for start in range(0, len(sentences), batch_size):
@@ -173,6 +193,6 @@ class MiniLM:
             _, ids, real = self.batch([sentences[i] for i in chosen])
             h = self.embed(ids, real)  # (b, T, 384)
             for i in range(self.n_layers):
-                h, _ = self.layer(i, h, real, head_mask[i])
+                h, _ = self.layer(i, h, real, head_mask[i], replace[i])
             embeddings[chosen] = self.pool(h, real)
         return embeddings

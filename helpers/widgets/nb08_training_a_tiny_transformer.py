@@ -2,6 +2,7 @@
 drawn as SVG so they work in JupyterLab, Notebook 7 and Colab alike) and the masked-word explorer."""
 
 import html
+import string
 
 import numpy as np
 
@@ -12,6 +13,8 @@ from helpers.widgets._explorer import explorer, ipw, show_html
 __all__ = ["loss_curve_svg", "training_monitor", "explain_masked_word", "masked_word_explorer"]
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
+MAX_WORDS = grammar.T_MAX  # the grammar's longest sentence; longer text is cut, so the rows fit the notebook's width
+MAX_UNKNOWN = 5  # unknown words named in the explorer's message; the rest are counted
 
 
 def loss_curve_svg(curves, steps, width=480, height=200):
@@ -94,6 +97,15 @@ def explain_masked_word(words, position):
             f"(word {fixer}, {abs(fixer - position)} away)"), fixer
 
 
+def _sentence_words(text):
+    """The words of typed text as the grammar writes them: lower case, without punctuation around each word.
+
+    Shapes: str -> list of str ("The Cat meows." -> ["the", "cat", "meows"]).
+    """
+    words = (word.strip(string.punctuation) for word in text.lower().split())
+    return [word for word in words if word]
+
+
 def _word_options(words):
     return [(f"{i}: {word}", i) for i, word in enumerate(words)]
 
@@ -122,21 +134,30 @@ def masked_word_explorer(params, config, sentences):
     refresh = []  # the explorer's redraw, known once it is built
 
     def new_sentence(change):  # runs before the redraw: new word choices, without a redraw of their own
-        words = change["new"].split()
-        if words:
-            controls["word"].unobserve(refresh[0], names="value")
-            controls["word"].options = _word_options(words)
-            controls["word"].value = _default_word(words)
-            controls["word"].observe(refresh[0], names="value")
+        words = _sentence_words(change["new"])[:MAX_WORDS]
+        controls["word"].unobserve(refresh[0], names="value")
+        controls["word"].options = _word_options(words)  # none for empty text: no stale words to pick
+        controls["word"].value = _default_word(words) if words else None
+        controls["word"].observe(refresh[0], names="value")
 
     def draw(sentence, word):
-        words = sentence.split()
-        unknown = [w for w in words if w not in grammar.WORD_ID or w in (grammar.PAD, grammar.MASK)]
-        if not words or unknown:
-            show_html(f"<p>Unknown words {html.escape(str(unknown))}: use words of the grammar, "
+        words = _sentence_words(sentence)
+        if not words:
+            show_html("<p>Type a sentence, in words of the grammar, and press Enter.</p>")
+            return
+        unknown = list(dict.fromkeys(w for w in words if w not in grammar.VOCAB[2:]))  # each once, in order
+        if unknown:
+            named = ", ".join(repr(w) for w in unknown[:MAX_UNKNOWN])
+            more = f" and {len(unknown) - MAX_UNKNOWN} more" if len(unknown) > MAX_UNKNOWN else ""
+            show_html(f"<p>Unknown words: {html.escape(named, quote=False)}{more}. Use words of the grammar: "
                       f"{html.escape(', '.join(grammar.VOCAB[2:]))}.</p>")
             return
-        position = min(word, len(words) - 1)
+        notice = ""
+        if len(words) > MAX_WORDS:
+            notice = (f"<p><b>Only the first {MAX_WORDS} of its {len(words)} words are used</b>, as many as the "
+                      "grammar's longest sentence.</p>")
+            words = words[:MAX_WORDS]
+        position = min(word or 0, len(words) - 1)
         probabilities, weights = tm.predict(params, config, words, position)
         top = np.argsort(probabilities)[::-1][:5]
         guesses = html_plots.bars(probabilities[top], [grammar.VOCAB[i] for i in top],
@@ -146,7 +167,7 @@ def masked_word_explorer(params, config, sentences):
         rows = "" if weights is None else html_plots.heatmap(
             weights, [f"head {h}" for h in range(len(weights))], keys, title="where the hidden word looks",
             cmap="Blues", vmin=0, vmax=1)
-        show_html(html_plots.side_by_side(guesses, rows) + f"<p>{html.escape(text)}</p>")
+        show_html(notice + html_plots.side_by_side(guesses, rows) + f"<p>{html.escape(text, quote=False)}</p>")
 
     controls["sentence"].observe(new_sentence, names="value")
     box = explorer(controls, draw)
@@ -161,4 +182,5 @@ def demos():
     box = masked_word_explorer(tm.init_params(config, rng=0), config, test)
     yield "masked_word_explorer (08)", box, [("word", 0), ("sentence", " ".join(test[2].words)),
                                              ("sentence", "the cows near the cat moo"), ("word", 1),
-                                             ("sentence", "the cat purrs")]
+                                             ("sentence", "the cat purrs"), ("sentence", ""),
+                                             ("sentence", "The Cat meows.")]

@@ -66,11 +66,13 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
                              layout=ipw.Layout(width="460px")),
         "layer": ipw.IntSlider(value=layer, min=0, max=model.n_layers - 1, description="layer"),
         "head": ipw.IntSlider(value=head, min=0, max=model.n_heads - 1, description="head"),
-        "view": ipw.ToggleButtons(options=["one head", "whole layer"], value="one head", description="view"),
+        # a Dropdown lines its label up with the sliders' (ToggleButtons' label sits out of line)
+        "view": ipw.Dropdown(options=["one head", "whole layer"], value="one head", description="view"),
         "hide_special": ipw.Checkbox(value=False, description="hide [CLS] / [SEP]"),
     }
 
     def draw(sentence, layer, head, view, hide_special):
+        controls["head"].disabled = view == "whole layer"  # the whole layer draws every head
         try:
             tokens, weights = run(sentence)
         except ValueError as exc:  # longer than the model's 512 positions
@@ -83,6 +85,12 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
         weights = weights[layer]  # (12, T, T)
         if hide_special:
             weights, tokens = hide_tokens(weights, tokens)
+        if not sentence.strip():
+            if hide_special:
+                show_html("<p>Type a sentence in the box (and press Enter): with [CLS] and [SEP] hidden, "
+                          "an empty box leaves nothing to draw.</p>")
+                return
+            note += "<p>Type a sentence in the box (and press Enter): an empty one has only [CLS] and [SEP].</p>"
         heads = [head] if view == "one head" else list(range(model.n_heads))
         what = f"layer {layer}, head {head}" if view == "one head" else f"layer {layer}, all {model.n_heads} heads"
         title = f"<b>{html.escape(what)}</b>: query (left) → key (right)"

@@ -21,6 +21,21 @@ def tile_counts(grid):
     return {TILE_NAMES[kind]: int((grid == kind).sum()) for kind in (COMPUTED, MASKED, SKIPPED)}
 
 
+def _mib_text(n_bytes):
+    """A size in MiB with the decimals a small one needs: "64 MiB", "0.25 MiB"."""
+    mib = n_bytes / 2**20
+    return f"{mib:.0f} MiB" if mib >= 10 else f"{mib:.3g} MiB"
+
+
+def _tiles_summary(T, block_size, grid):
+    """One line: how many tiles, their size (a block larger than T makes one T × T tile), and what was done to each."""
+    side = min(block_size, T)
+    n = grid.size
+    counts = ", ".join(f"{count} {name}" for name, count in tile_counts(grid).items())
+    note = f" (the block size, {block_size}, is larger than T: one tile holds every score)" if block_size > T else ""
+    return f"<b>{n} tile{'s' if n != 1 else ''} of {side}×{side}</b>{note}: {counts}"
+
+
 def block_grid_html(grid, cell_px=10):
     """A block_grid as a table of coloured squares (rows = query blocks, columns = key blocks) and a legend."""
     grid = np.asarray(grid)
@@ -66,11 +81,9 @@ def tiled_attention_explorer(T=1024, block_size=256, causal=True, d=64):
     def draw(T, block_size, causal):
         seconds, peak = measure_tiled(T, block_size, causal, d)
         grid = block_grid(T, T, block_size, causal)
-        counts = ", ".join(f"{n} {name}" for name, n in tile_counts(grid).items())
-        naive_mib = T * T * 4 / 2**20
-        show_html(f"<div><b>{grid.size} tiles of {block_size}×{block_size}</b>: {counts}<br>"
+        show_html(f"<div>{_tiles_summary(T, block_size, grid)}<br>"
                   f"tiled attention: {seconds * 1e3:.1f} ms, peak {peak:.2f} MiB of new buffers "
-                  f"(the naive ({T}, {T}) float32 scores alone: {naive_mib:.0f} MiB)</div>"
+                  f"(the naive ({T}, {T}) float32 scores alone: {_mib_text(T * T * 4)})</div>"
                   + block_grid_html(grid, cell_px=max(4, min(24, 320 // grid.shape[0]))))
 
     return explorer(controls, draw)

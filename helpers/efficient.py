@@ -207,7 +207,7 @@ def tiled_attention(q, k, v, causal=False, block_size=None, *, n_threads=None):
         i1 = min(i0 + block_size, T_q)
         if not scratch:  # this thread's buffers, reused for every item it takes
             scratch.update(index=None, K1=np.empty((T_k, d_k + 1), work_dtype), V1=np.empty((T_k, d_v + 1), work_dtype),
-                           S=np.empty(block_size * block_size, work_dtype))
+                           S=np.empty(min(block_size, T_q) * min(block_size, T_k), work_dtype))  # one tile
         if scratch["index"] != index:  # [K | 1] and [V | 1], built once per batch item
             _with_ones(k[index], scratch["K1"])
             _with_ones(v[index], scratch["V1"])

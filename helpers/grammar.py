@@ -7,7 +7,7 @@ The verb agrees with the subject: its animal (cat -> meows, dog -> barks) and it
 nouns ("attractors") are different words, before or after the verb. So, by construction:
 - the masked verb is fixed by one word, the subject, 1 to 9 words away;
 - without order it is not fixed: swapping the subject with another noun gives an equally
-  likely sentence with the same words and a different verb (at best 1 in k with k nouns);
+  likely sentence with the same words and a different verb (on average at most 1 in k with k nouns);
 - from its position alone it is not fixed: the subject is drawn independently (1 in 8).
 Taught in 08_training_a_tiny_transformer.
 """
@@ -175,7 +175,8 @@ def determining_position(sentence, masked):
 
 
 def order_free_ceiling(sentences):
-    """The best accuracy on the masked verb of any model that cannot see word order: mean of 1/k.
+    """The accuracy on the masked verb expected, at most and on average, of a model that cannot see word order:
+    the mean of 1/k (a finite sample can land slightly above it).
 
     A sentence with k nouns has k - 1 twins (subject swapped with another noun): as likely,
     the same words, another verb. Shapes: list of N Sentence -> float.
@@ -185,8 +186,8 @@ def order_free_ceiling(sentences):
 
 
 def position_only_ceiling():
-    """The best accuracy on the masked verb from its position alone: the subject is 1 of 8 nouns, drawn
-    independently of the sentence's shape. Taught in 08_training_a_tiny_transformer."""
+    """The accuracy on the masked verb expected, at most and on average, from its position alone: the subject is
+    1 of 8 nouns, drawn independently of the sentence's shape. Taught in 08_training_a_tiny_transformer."""
     return 1 / len(NOUNS)
 
 

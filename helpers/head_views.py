@@ -13,9 +13,10 @@ from matplotlib.lines import Line2D
 
 from helpers._validate import as_float_array
 
-# one colour per head (12), all different: tab10 with black in place of its grey, then navy and a deep magenta
+# one colour per head (12), all different: tab10 with black in place of its grey, then a deep teal and a dark gold
+# (hues tab10 lacks; navy beside black and a magenta beside tab10's purple were hard to tell apart as thin lines)
 HEAD_COLORS = ([plt.get_cmap("tab10")(i) for i in range(7)] + [to_rgba("black")]
-               + [plt.get_cmap("tab10")(i) for i in (8, 9)] + [to_rgba("navy"), to_rgba("#c000c0")])
+               + [plt.get_cmap("tab10")(i) for i in (8, 9)] + [to_rgba("#006d5b"), to_rgba("#b8860b")])
 # a hue per kind (light, so the numbers written on them stay readable); the two kinds that are not a target are greys
 KIND_COLORS = {"[CLS]": "#6baed6", "[SEP]": "#fee391", "previous": "#fdae6b", "next": "#f768a1",
                "self": "#a1d99b", "broad": "#f0f0f0", "mixed": "#bdbdbd"}

@@ -104,6 +104,29 @@ def ablated_embeddings(model, sentences, replace=None):
     return out
 
 
+def masked_embeddings(model, sentences, head_masks, replace=None):
+    """The sentence embeddings under each of several head masks (True = keep the head), run as one batch.
+
+    Each mask switches off a group of heads at once, as MiniLM.encode(head_mask=...) does, with
+    zero-ablation or, with `replace` (e.g. mean_head_outputs), mean-ablation.
+    Shapes: n sentences, head_masks (g, L, H) bool, replace (L, H, d_model) or None -> (g, n, d_model).
+    Taught in 09_attention_in_a_real_model.
+    """
+    head_masks = np.asarray(head_masks)
+    if head_masks.dtype != bool or head_masks.shape[1:] != (model.n_layers, model.n_heads):
+        raise ValueError(f"head_masks must be bool of shape (g, {model.n_layers}, {model.n_heads}), True = keep "
+                         f"the head; got {head_masks.dtype} {head_masks.shape}")
+    replace = model._check_replace(replace)
+    _, ids, real = model.batch(sentences)
+    g, n = len(head_masks), len(ids)
+    real_g = np.tile(real, (g, 1))  # (g n, T): the texts once per mask
+    h = np.tile(model.embed(ids, real), (g, 1, 1))  # (g n, T, d)
+    for layer in range(model.n_layers):
+        keep = np.repeat(head_masks[:, layer], n, axis=0)  # (g n, H): copy k of the texts has mask k
+        h, _ = model.layer(layer, h, real_g, keep, replace[layer])
+    return model.pool(h, real_g).reshape(g, n, -1)
+
+
 def _head_values(attention, states):
     """Each head's value vectors passed through its own rows of W_o: what the head adds per unit of weight.
 

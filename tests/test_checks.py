@@ -326,7 +326,47 @@ def test_compare_never_raises_and_says_what_differs(capsys):
     assert not checks.compare(None, [1.0]) and not checks.compare([1.0], "abc")
 
 
+def test_compare_calls_a_function_and_reports_its_crash_instead_of_raising(capsys):
+    assert checks.compare(lambda: np.array([0.2, 0.8]), [0.2, 0.8])
+    capsys.readouterr()
+
+    def attention_row(X):
+        return X[0] + np.ones(3)  # (4,) + (3,): the learner's own crash
+
+    result = checks.compare(lambda: attention_row(np.ones((2, 4))), np.ones(4), "attention_row(X)")
+    assert not result and result.mistake == "crash"
+    assert "your code raised ValueError" in result.message and "return X[0] + np.ones(3)" in result.message
+    result = checks.compare(lambda: raises_not_implemented(), np.ones(4), "attention_row(X)")
+    assert not result and result.mistake == "not-finished" and "NotImplementedError" in result.message
+
+
 # --- the building blocks exercises are written with ---------------------------------
+
+
+def test_expect_close_names_the_entry_that_breaks_the_tolerance_most_with_digits_enough_to_differ():
+    expected = np.array([-4.537123, 0.0, 100.0])
+    got = expected + np.array([3e-4, 0.0, 1e-3])  # the largest difference is at 2, but within rtol there
+    with pytest.raises(checks.Mismatch, match=r"at index \(0,\): got -4.5368, expected -4.5371"):
+        checks.expect_close(got, expected, "x")
+
+
+def test_expect_close_accepts_a_right_answer_in_float32_or_float16():
+    rng = np.random.default_rng(0)
+    A, B = rng.normal(size=(3, 50)), rng.normal(size=(50, 8))
+    expected = A @ B - (A @ B)[0, 0]  # (3, 8), one entry exactly 0
+    in_float32 = A.astype(np.float32) @ B.astype(np.float32)
+    in_float32 = in_float32 - in_float32[0, 0] + np.float32(3e-7)  # float32's rounding, about 1e-7 of the largest
+    assert not np.allclose(in_float32, expected, rtol=1e-5, atol=1e-8)  # float64's tolerance would reject it
+    checks.expect_close(in_float32, expected, "x")
+    checks.expect_close(expected.astype(np.float16), expected, "x")
+    with pytest.raises(checks.Mismatch, match="differs"):  # a wrong float32 answer is still wrong
+        checks.expect_close((expected * 1.01).astype(np.float32), expected, "x")
+
+
+def test_as_array_names_a_tuple_of_arrays():
+    with pytest.raises(checks.Mismatch, match=r"x returned 2 things \(a tuple\); return only the one array"):
+        checks.as_array((np.zeros(3), np.ones((3, 3))), "x")
+    assert checks.as_array((1.0, 2.0), "x").shape == (2,)  # a tuple of numbers is an array
 
 
 def test_expect_close_messages():
@@ -391,7 +431,17 @@ def test_numpy_matmul_message_is_explained_in_shapes(capsys):
 
     printed = run_check("qkv_scores", qkv_scores, capsys)[1]
     assert "last axis of A must equal the second-to-last of B, here 3 and 4" in printed
-    assert "a missing transpose is the usual cause" in printed
+    assert "check which factor comes first, and whether a transpose is missing or one too many" in printed
+
+
+def test_np_dot_message_is_explained_like_matmul(capsys):
+    def qkv_scores(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return Q, K, V, np.dot(Q, K)  # np.dot words it differently: "shapes (4,3) and (4,3) not aligned"
+
+    printed = run_check("qkv_scores", qkv_scores, capsys)[1]
+    assert "not aligned" in printed and "second-to-last of B, here 3 and 4" in printed
+    assert "whether a transpose is missing or one too many" in printed
 
 
 def test_numpy_broadcast_message_is_explained_in_shapes(capsys):
@@ -403,6 +453,72 @@ def test_numpy_broadcast_message_is_explained_in_shapes(capsys):
     assert "could not be broadcast together" in printed
     assert "compared from the right, each pair of axes must be equal or 1" in printed
     assert "Insert an axis of length 1" in printed
+
+
+def test_an_entry_by_entry_product_of_two_matrices_is_told_apart_from_a_missing_axis(capsys):
+    def similarity_matrix(X, cosine=False):
+        return X * X.T  # (5, 7) * (7, 5): a matrix product was meant
+
+    printed = run_check("similarity_matrix", similarity_matrix, capsys)[1]
+    assert "A single star multiplies entry by entry; a sum of products over a shared axis is a matrix" in printed
+    assert "keepdims" not in printed
+
+    def similarity_matrix(X, cosine=False):  # noqa: F811 - the learner's next attempt
+        n = np.linalg.norm(X, axis=0)
+        return X @ X.T / np.outer(n, n)  # (5, 5) / (7, 7): neither a dropped axis nor a product
+
+    printed = run_check("similarity_matrix", similarity_matrix, capsys)[1]
+    assert "shapes (5, 5) and (7, 7) cannot be combined" in printed
+    assert "keepdims" not in printed and "single star" not in printed
+
+
+def test_a_caret_and_a_float_shape_are_explained(capsys):
+    def score_variance(d_k, sigma_q, sigma_k):
+        return d_k * sigma_q ^ 2 * sigma_k ^ 2
+
+    printed = run_check("score_variance", score_variance, capsys)[1]
+    assert "the caret is bitwise XOR" in printed and "a power is written with two stars" in printed
+
+    def split_heads_batched(X, n_heads):
+        *batch, T, d_model = X.shape
+        return np.swapaxes(X.reshape(*batch, T, n_heads, d_model / n_heads), -3, -2)
+
+    printed = run_check("split_heads_batched", split_heads_batched, capsys)[1]
+    assert "needs whole numbers" in printed and "integer division, written with two slashes" in printed
+
+
+def test_crash_explanations_have_no_code():
+    from helpers.checks._diagnose import _explain_numpy
+
+    messages = [
+        "matmul: Input operand 1 has a mismatch in its core dimension 0, with gufunc signature (n?,k),(k,m?)->(n?,m?) "
+        "(size 4 is different from 3)",
+        "shapes (5,7) and (5,7) not aligned: 7 (dim 1) != 5 (dim 0)",
+        "operands could not be broadcast together with shapes (5,7) (7,5) ",
+        "operands could not be broadcast together with shapes (4,6) (4,) ",
+        "operands could not be broadcast together with shapes (5,5) (7,7) ",
+        "unsupported operand type(s) for ^: 'float' and 'float'",
+        "'float' object cannot be interpreted as an integer",
+    ]
+    for message in messages:
+        explained = _explain_numpy(message, "return X * X.T")
+        assert explained and code_in(explained) is None, (message, explained)
+
+
+def test_an_import_inside_the_function_does_not_get_round_forbid(capsys):
+    def row_softmax(S):
+        from helpers.attention import softmax as the_softmax
+
+        return the_softmax(S)
+
+    def row_softmax_through_the_package(S):
+        import helpers
+
+        return helpers.softmax(S)
+
+    for answer in (row_softmax, row_softmax_through_the_package):
+        result, printed = run_check("row_softmax", answer, capsys)
+        assert result.mistake == "forbidden", printed
 
 
 def test_progress_shows_the_latest_verdict_of_each_exercise(capsys):

@@ -146,6 +146,21 @@ def test_extra_memory_is_linear_in_T(rng):
     assert peak < scores_bytes / 8, f"tiled attention peaked at {peak / 2**20:.1f} MiB"
 
 
+@pytest.mark.parametrize("T_q, T_k", [(256, 256), (40, 300), (300, 40)])
+def test_a_block_larger_than_the_sequence_allocates_a_tile_of_the_sequence_not_of_the_block(rng, T_q, T_k):
+    """The review's case: T = 256 in blocks of 1,024 allocated a 1024 x 1024 tile buffer (4 MiB) for 256 x 256."""
+    q, k, v = random_qkv(rng, (T_q, 8), (T_k, 8), 8, dtype=np.float32)
+    peaks = []
+    for block_size in (max(T_q, T_k), 1024):
+        tiled_attention(q, k, v, block_size=block_size, n_threads=1)  # warm up: caches filled on a first call
+        tracemalloc.start()
+        tiled_attention(q, k, v, block_size=block_size, n_threads=1)
+        peaks.append(tracemalloc.get_traced_memory()[1])
+        tracemalloc.stop()
+    assert peaks[1] <= peaks[0] + 4096, peaks  # a block past the sequence allocates nothing more
+    assert peaks[1] < 2 * T_q * T_k * 4 + 200 * 1024, peaks  # one (T_q, T_k) float32 tile and (T, d) buffers
+
+
 @pytest.mark.parametrize(
     "args, error, words",
     [

@@ -121,6 +121,26 @@ def test_ablated_embeddings_with_a_replacement_are_mean_ablation(model):
                                    atol=1e-6)
 
 
+def test_masked_embeddings_run_each_group_of_heads_off_as_encode_does(model):
+    sentences = ["The cat sat on the mat.", "A bat flew out of the cave at dusk.", "Hello."]
+    typical = heads.mean_head_outputs(model, model.run(sentences))  # (6, 12, 384)
+    masks = np.ones((3, 6, 12), dtype=bool)
+    masks[0, 1:5, :6] = False  # a block of heads in layers 1 to 4
+    masks[1, 5] = False  # the whole last layer
+    # masks[2] keeps every head: the model itself
+    for replace in (None, typical):
+        got = heads.masked_embeddings(model, sentences, masks, replace)
+        assert got.shape == (3, 3, 384)
+        for k in range(3):
+            np.testing.assert_allclose(got[k], model.encode(sentences, head_mask=masks[k], replace=replace),
+                                       atol=1e-6)
+    np.testing.assert_allclose(got[2], model.encode(sentences), atol=1e-6)
+    with pytest.raises(ValueError, match="True = keep"):
+        heads.masked_embeddings(model, sentences, masks[0])  # one mask without its group axis
+    with pytest.raises(ValueError, match="True = keep"):
+        heads.masked_embeddings(model, sentences, masks.astype(int))
+
+
 def _head_outputs(model, text, layer, head):
     """One head's output through its rows of W_o, written out. Shapes: -> (T, 384)."""
     attention = model.layers[layer]["attention"]
@@ -229,6 +249,10 @@ def test_attention_grid_fits_a_notebooks_width_with_readable_labels(rng):
 def test_every_head_and_every_kind_has_a_colour_of_its_own():
     assert len({to_hex(c) for c in head_views.HEAD_COLORS}) == 12
     assert "#7f7f7f" not in {to_hex(c) for c in head_views.HEAD_COLORS}  # no two greys (tab10's and another)
+    head_rgb = np.array([to_rgb(c) for c in head_views.HEAD_COLORS])
+    assert (head_rgb @ [0.2126, 0.7152, 0.0722] < 0.2).sum() == 1  # one near-black line (black), not navy beside it
+    purples = (head_rgb[:, 0] > head_rgb[:, 1] + 0.15) & (head_rgb[:, 2] > head_rgb[:, 1] + 0.15)  # red + blue
+    assert purples.sum() <= 2  # tab10's purple and pink only: a third magenta beside them was hard to tell apart
     rgb = np.array([to_rgb(c) for c in head_views.KIND_COLORS.values()])
     gaps = np.linalg.norm(rgb[:, None] - rgb[None], axis=-1)[np.triu_indices(len(rgb), 1)]
     assert gaps.min() > 0.2  # [CLS] and [SEP] were two light blues 0.18 apart

@@ -70,6 +70,10 @@ MESSAGES = {
         "no-brackets": ["then multiplied by the length of b", "from left to right", "in brackets"],
         "elementwise": ["has shape (2,), one number per dimension", "adds those products up into one number"],
         "squared-lengths": ["divided by the squared lengths", "square root of its dot product with itself"],
+        "sum-of-lengths": ["by the sum of the two lengths, |a| + |b|", "by their product, |a| times |b|"],
+        "absolute-value": ["you returned 0.9706, the size of the cosine without its sign", "keep the sign"],
+        "distance": ["1 minus the cosine, the cosine distance (1.971)", "the cosine itself"],
+        "angle": ["the angle between a and b, 2.898 radians", "asks for its cosine"],
     },
     "nearest_neighbours": {
         "dot-product": ["ranks the rows as their dot products with v do", "long rows win", "own length"],
@@ -79,6 +83,7 @@ MESSAGES = {
         "lengths-as-a-column": ["has shape (5, 60)", "kept as a column of shape (60, 1)", "a (60, 60) table",
                                 "60 lengths of the same shape, (60,)"],
         "column-lengths": ["met 8 lengths, shape (8,)", "the table's 8 columns", "60 of them, measured along the rows"],
+        "rows-not-numbers": ["returned the 5 most similar rows themselves, shape (5, 8)", "5 row indices"],
     },
 }
 
@@ -115,3 +120,43 @@ def test_nearest_neighbours_check_passes_other_crashes_on_to_the_learner():
 def test_nearest_neighbours_solution_finds_the_notebooks_neighbours(emb):
     top = solution("nearest_neighbours")(emb.vector("cat"), emb.table, 3)
     assert [emb.vocab[i] for i in top] == ["cat", "cats", "kitten"]
+
+
+def test_cosine_check_refuses_the_workshops_cosine_imported_inside_the_function():
+    def cosine_similarity(a, b):
+        from helpers.embeddings import cosine_similarity as workshop_cosine
+
+        return workshop_cosine(a, b)
+
+    assert checks.cosine_similarity(cosine_similarity).mistake == "forbidden"
+
+
+def test_cosine_check_names_the_angle_in_degrees_too():
+    result = checks.cosine_similarity(lambda a, b: np.degrees(np.arccos(a @ b / (np.linalg.norm(a) *
+                                                                                  np.linalg.norm(b)))))
+    assert result.mistake == "angle" and "166.1 degrees" in result.message
+
+
+def test_nearest_neighbours_reports_the_shape_it_was_given():
+    """Issue 20 review: the shape is the one returned, not the one after flattening; a column of k is fine."""
+
+    def cosines(v, table):
+        return table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
+
+    result = checks.nearest_neighbours(lambda v, table, k: (np.argsort(-cosines(v, table))[:k],
+                                                            np.sort(-cosines(v, table))[:k]))
+    assert result.mistake == "not-an-array" and "returned 2 things (a tuple); return only the one" in result.message
+    result = checks.nearest_neighbours(lambda v, table, k: np.argmax(cosines(v, table)))
+    assert result.mistake == "wrong-shape" and "has shape (), expected (5,)" in result.message
+    result = checks.nearest_neighbours(lambda v, table, k: np.argsort(-cosines(v, table))[:k].astype(float))
+    assert result.mistake == "not-an-array" and "the right row numbers, but as floats" in result.message
+    assert checks.nearest_neighbours(lambda v, table, k: np.argsort(-cosines(v, table))[:k, None])
+    assert checks.nearest_neighbours(lambda v, table, k: np.argsort(-cosines(v, table))[None, :k])
+
+
+def test_nearest_neighbours_names_column_lengths_kept_as_a_row_too():
+    def column_lengths_kept(v, table, k):
+        cosines = table @ v / np.linalg.norm(table, axis=0, keepdims=True)  # (60,) / (1, 8): numpy refuses
+        return np.argsort(-cosines)[:k]
+
+    assert checks.nearest_neighbours(column_lengths_kept).mistake == "column-lengths"

@@ -107,11 +107,14 @@ MESSAGES = {
     "row_softmax": {
         "wrong-axis": ["you normalised each column", "runs along each row"],
         "whole-matrix": ["the sum of the whole matrix", "each row by its own sum"],
-        "rows-not-normalised": ["sums to 1.375, not 1", "by its own sum"],
+        "rows-not-normalised": ["each row's largest entry is exactly 1", "not yet divided by their row's sum"],
         "no-max-shift": ["NaN in the first row", "overflows to infinity", "Subtract each row's maximum"],
         "global-max-shift": ["NaN in the second row", "largest score of the whole matrix", "each row's own maximum"],
         "sums-as-a-row": ["came out as shape (4,)", "with the 6 columns", "as a column, shape (4, 1)"],
         "no-exp": ["without the exponential", "negative weights"],
+        "column-sums": ["each column sums to 1, the rows do not", "divided by the column sums"],
+        "shift-mismatch": ["in the numerator but not from those summed in the denominator", "e^(± its max)"],
+        "returned-in-loop": ["the first row is right but every other row is all 0", "after its first row"],
     },
     "attention_without_weights": {
         "no-softmax": ["the scores times X, without the softmax", "weights that sum to 1"],
@@ -119,6 +122,9 @@ MESSAGES = {
         "wrong-axis": ["the weights by which your", "you normalised each column", "runs along each row"],
         "whole-matrix": ["the weights by which your", "the sum of the whole matrix"],
         "scaled": ["divided the scores by √d = √6", "notebook 04's subject"],
+        "sums-as-a-row": ["the weights by which your", "your row sums, shape (4,), were lined up with the columns",
+                          "The matrix is square, so numpy did not complain", "shape (4, 1)"],
+        "residual": ["is X plus the attention output: you added X back", "notebook 08 adds the residual"],
     },
 }
 
@@ -155,3 +161,62 @@ def test_row_softmax_check_refuses_the_workshops_softmax():
     for answer in (lambda S: softmax(S), lambda S: workshop.softmax(S, axis=-1)):
         result = checks.row_softmax(answer)
         assert result.status == checks.INCORRECT and "`helpers.softmax`, which is the answer" in result.message
+
+
+def test_row_softmax_names_the_row_farthest_from_1_with_digits_enough():
+    """Issue 20 review: "row 1 sums to 1, not 1" came from printing 1.00027 at 4 digits."""
+
+    def nearly(S):
+        e = np.exp(S - S.max(axis=-1, keepdims=True))
+        weights = e / e.sum(axis=-1, keepdims=True)
+        weights[2] *= 1.00027  # row 2 is off by 2.7e-4, row 0 by less
+        weights[0] *= 1.00001
+        return weights
+
+    result = checks.row_softmax(nearly)
+    assert result.mistake == "rows-not-normalised" and "row 2 sums to 1.0003, not 1" in result.message
+
+
+def test_row_softmax_catch_all_is_neutral_and_other_mistakes_are_named():
+    result = checks.row_softmax(lambda S: np.exp(S) / (1 + np.exp(S)))  # a sigmoid: nothing more specific fits
+    assert result.mistake == "rows-not-normalised", result.message
+    assert "Each row of weights is that row's exponentials divided by their own sum" in result.message
+    result = checks.row_softmax(lambda S: S)  # the scores unchanged
+    assert result.mistake == "no-exp" and "some weights are negative" in result.message
+
+    def log_softmax(S):  # the final exponential forgotten
+        m = S.max(axis=-1, keepdims=True)
+        return S - m - np.log(np.exp(S - m).sum(axis=-1, keepdims=True))
+
+    assert checks.row_softmax(log_softmax).mistake == "no-exp"
+
+
+def test_row_softmax_names_the_max_after_the_exponential_and_floor_division():
+    def max_after_exp(S):
+        e = np.exp(S) - np.exp(S).max(axis=-1, keepdims=True)
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def floor_division(S):
+        e = np.exp(S - S.max(axis=-1, keepdims=True))
+        return e // e.sum(axis=-1, keepdims=True)
+
+    result = checks.row_softmax(max_after_exp)
+    assert result.mistake == "max-after-exp" and "subtracted each row's max after the exponential" in result.message
+    result = checks.row_softmax(floor_division)
+    assert result.mistake == "floor-division" and "floor division, written with two slashes" in result.message
+
+
+def test_attention_without_weights_names_a_row_max_lined_up_with_the_columns():
+    def max_as_a_row(X):
+        S = X @ X.T
+        e = np.exp(S - S.max(axis=-1))  # (4, 4) - (4,): square, so numpy does not complain
+        return (e / e.sum(axis=-1, keepdims=True)) @ X
+
+    result = checks.attention_without_weights(max_as_a_row)
+    assert result.mistake == "max-as-a-row", result.message
+    assert "your row maxima, shape (4,), were lined up with the columns" in result.message
+
+
+def test_attention_without_weights_names_a_tuple():
+    result = checks.attention_without_weights(lambda X: (softmax(X @ X.T) @ X, softmax(X @ X.T)))
+    assert result.mistake == "not-an-array" and "returned 2 things (a tuple)" in result.message

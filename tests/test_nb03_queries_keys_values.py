@@ -32,7 +32,7 @@ def test_explorers_follow_their_controls():
 MESSAGES = {
     "qkv_scores": {
         "transposed": ["your scores are transposed, keys times queries", "queries come first"],
-        "scaled": ["divided by √d_k", "notebook 04's subject"],
+        "scaled": ["divided by √d_k = √3", "notebook 04's subject"],
         "weights-not-scores": ["already weights (each row sums to 1)", "before any softmax"],
         "elementwise": ["have shape (4, 3)", "entry by entry", "a (4, 4) table of dot products"],
         "scores-of-x": ["compare X with itself, as notebook 02 did", "the queries with the keys"],
@@ -46,6 +46,9 @@ MESSAGES = {
         "diagonal-only": ["w·(1 − w)", "diagonal of the softmax's Jacobian", "−w_i·w_j"],
         "unweighted-sum": ["adds up the d_weights alone", "Σ_j w_j·g_j"],
         "sums-as-a-row": ["shape (3,), the summed axis gone", "Keep the summed axis, shape (3, 1)"],
+        "sign-flipped": ["the right answer with its sign flipped", "w·(g − Σ_j w_j·g_j)"],
+        "roles-swapped": ["the weights and the d_weights have swapped roles"],
+        "weights-factor-missing": ["without the factor in front", "multiply that by the weight itself"],
     },
 }
 
@@ -87,3 +90,20 @@ def test_exercise_solutions_agree_with_the_helpers(rng):
     batch_weights = softmax(rng.normal(size=(2, 6, 6)))
     expected = softmax_backward(d_weights, batch_weights)  # the helper that attention_backward uses
     assert np.allclose(solution("softmax_backward")(d_weights, batch_weights), expected)
+
+
+def test_qkv_check_names_any_scaling_and_a_scaled_softmax():
+    from helpers import checks
+
+    def scaled_by_d_model(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return Q, K, V, Q @ K.T / np.sqrt(X.shape[1])
+
+    result = checks.qkv_scores(scaled_by_d_model)
+    assert result.mistake == "scaled" and "your scores are divided by √d_model = √5" in result.message
+
+    def scaled_weights(X, W_q, W_k, W_v):
+        Q, K, V = X @ W_q, X @ W_k, X @ W_v
+        return Q, K, V, softmax(Q @ K.T / np.sqrt(K.shape[1]))
+
+    assert checks.qkv_scores(scaled_weights).mistake == "weights-not-scores"

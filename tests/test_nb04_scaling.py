@@ -44,9 +44,14 @@ def mistake(name, code):
     ("divided-by-d-k", "you divided the scores by d_k = 16; divide by its square root, √16 = 4"),
     ("not-scaled", "the scores are not scaled; divide every score by √d_k = 4"),
     ("number-of-queries", "you divided by √3, the square root of the number of queries"),
-    ("number-of-keys", "you divided by √4, the square root of the number of keys"),
+    ("number-of-keys", "you divided by √5, the square root of the number of keys"),
     ("fixed-number", "you divided by 8 whatever the input; here d_k = 16, so divide by √16 = 4"),
-    ("keys-as-rows", "has shape (4, 3), one row per key: you multiplied K by the transpose of Q"),
+    ("keys-as-rows", "has shape (5, 3), one row per key: you multiplied K by the transpose of Q"),
+    ("multiplied", "you multiplied the scores by √d_k = 4; divide them by it"),
+    ("power-precedence", "you divided by 32, which is 2·d_k: a power of 1/2 written without brackets"),
+    ("wrong-divisor", "you divided every score by the same number, 6.928, the square root of the number of entries "
+                      "of Q"),
+    ("softmax-applied", "your scores are already weights (each row sums to 1)"),
 ])
 def test_scaled_scores_names_each_mistake(code, words):
     result = checks.scaled_scores(mistake("scaled_scores", code))
@@ -65,8 +70,27 @@ def test_scaled_scores_names_the_wrong_divisors_in_any_spelling():
         assert checks.scaled_scores(answer).mistake == code
 
 
+def test_scaled_scores_names_a_divisor_from_every_case():
+    """Issue 20 review: with T_k = 4 = √16 a division by the number of keys, or by a hard-coded 4, passed case 1."""
+    named = {
+        "number-of-keys": (lambda Q, K: Q @ K.T / len(K), "you divided by 5, the number of keys"),
+        "fixed-number": (lambda Q, K: Q @ K.T / 4, "you divided by 4 whatever the input; here d_k = 64, so divide by "
+                                                   "√64 = 8"),
+        "wrong-divisor": (lambda Q, K: Q @ K.T / np.sqrt(np.sqrt(Q.shape[-1])),
+                          "you divided every score by the same number, 2, the fourth root of d_k"),
+        "power-precedence": (lambda Q, K: Q @ K.T / (Q.shape[-1] ** 1 / 2), "you divided by 8, which is d_k/2"),
+        "number-of-queries": (lambda Q, K: Q @ K.T / len(Q), "you divided by 3, the number of queries"),
+    }
+    for code, (answer, words) in named.items():
+        result = checks.scaled_scores(answer)
+        assert result.mistake == code and words in result.message, result.message
+    float32 = checks.scaled_scores(lambda Q, K: (Q.astype(np.float32) @ K.T.astype(np.float32)) / np.float32(
+        np.sqrt(Q.shape[-1])))
+    assert float32.status == checks.CORRECT, float32.message
+
+
 @pytest.mark.parametrize(("code", "words"), [
-    ("unit-variances", "you predicted 16, and 10,000 random pairs measure 64.72. Your d_k holds when both standard "
+    ("unit-variances", "you predicted 16, and 10,000 random pairs measure 582.5. Your d_k holds when both standard "
                        "deviations are 1"),
     ("sigmas-not-squared", "You multiplied d_k by σ_q·σ_k, the standard deviations; a variance is a standard "
                            "deviation squared"),
@@ -77,6 +101,14 @@ def test_scaled_scores_names_the_wrong_divisors_in_any_spelling():
 def test_score_variance_names_each_mistake(code, words):
     result = checks.score_variance(mistake("score_variance", code))
     assert result.mistake == code and words in result.message, result.message
+
+
+def test_score_variance_says_which_standard_deviation_is_not_squared():
+    """Issue 20 review: d_k·σ_q·σ_k² was told both were unsquared, on a case with σ_k = 1."""
+    result = checks.score_variance(lambda d_k, sigma_q, sigma_k: d_k * sigma_q * sigma_k**2)
+    assert result.mistake == "sigmas-not-squared" and "You squared σ_k but not σ_q" in result.message
+    result = checks.score_variance(lambda d_k, sigma_q, sigma_k: d_k * sigma_q**2 * sigma_k)
+    assert result.mistake == "sigmas-not-squared" and "You squared σ_q but not σ_k" in result.message
 
 
 def test_score_variance_reads_any_single_number_and_refuses_the_rest():

@@ -156,6 +156,10 @@ def test_build_causal_mask_names_the_square_only_mask_with_the_shift_and_the_hel
     ("zero-fill", "the blocked keys got weights up to 0.329: you set their scores to 0"),
     ("masked-keys-weighted", "a blocked key got weight 0.856. Every key where the mask is False must get exactly 0"),
     ("wrong-axis", "you normalised each column (axis -2)"),
+    ("max-over-blocked", "on scores of size about 1000: rows 0 and 2 came out all zeros. Your row max included the "
+                         "blocked keys"),
+    ("true-means-blocked", "your weights fall on exactly the keys the mask blocks"),
+    ("max-as-a-row", "your row maxima, shape (4,), were lined up with the columns"),
 ])
 def test_masked_softmax_names_each_mistake(code, words):
     from helpers import checks
@@ -173,3 +177,47 @@ def test_masked_softmax_names_a_mask_multiplied_into_the_scores_as_a_zero_fill()
 
     result = checks.masked_softmax(multiplied)
     assert result.mistake == "zero-fill" and "multiplying the scores by the mask does the same" in result.message
+
+
+def test_masked_softmax_names_the_inverted_mask_and_the_sums_lined_up_with_the_columns():
+    """Issue 20 review: these were told "row 3 sums to 0" and "row 1 sums to 1, not 1"."""
+    from helpers import checks
+
+    def inverted(scores, mask):
+        s = np.where(mask, -np.inf, scores)
+        e = np.exp(s - s.max(axis=-1, keepdims=True))
+        return np.nan_to_num(e / e.sum(axis=-1, keepdims=True))  # the last row is all blocked: NaN, then 0
+
+    result = checks.masked_softmax(inverted)
+    assert result.mistake == "true-means-blocked" and "True means 'may attend'" in result.message
+
+    def sums_as_a_row(scores, mask):
+        s = np.where(mask, scores, -np.inf)
+        m = s.max(axis=-1, keepdims=True)
+        e = np.exp(s - np.where(np.isfinite(m), m, 0))
+        total = e.sum(axis=-1)  # (4,): lined up with the columns of the square (4, 4) scores
+        return e / np.where(total > 0, total, 1)
+
+    result = checks.masked_softmax(sums_as_a_row)
+    assert result.mistake == "sums-as-a-row" and "your row sums, shape (4,), were lined up" in result.message
+
+
+def test_masked_softmax_returning_the_masked_scores_is_told_the_exponential_is_missing():
+    from helpers import checks
+
+    result = checks.masked_softmax(lambda scores, mask: np.where(mask, scores, -np.inf))
+    assert result.mistake == "no-exp" and "some weights are negative" in result.message
+
+
+def test_masked_softmax_with_the_max_over_allowed_keys_then_masked_exponentials_is_right():
+    """Masking the exponentials is fine when the max is taken over the allowed keys only."""
+    from helpers import checks
+
+    def masked_exponentials(scores, mask):
+        m = np.where(mask, scores, -np.inf).max(axis=-1, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        e = np.exp(np.minimum(scores - m, 700)) * mask
+        total = e.sum(axis=-1, keepdims=True)
+        return e / np.where(total > 0, total, 1)
+
+    assert checks.masked_softmax(masked_exponentials).status == checks.CORRECT

@@ -79,11 +79,17 @@ def mistake(name, code):
 
 @pytest.mark.parametrize(("code", "words"), [
     ("plain-reshape", "has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens into heads"),
-    ("no-swap", "has shape (6, 2, 2), (..., T, h, d_head): each token's columns are cut into heads, but the heads "
-                "axis still comes after the tokens"),
-    ("front-axes", "you exchanged the second and third axes counted from the front, which are the tokens and heads "
-                   "axes only when there is exactly one leading axis, and this X has no leading axes"),
+    ("no-swap", "has shape (2, 5, 3, 4), (..., T, h, d_head): each token's columns are cut into heads, but the "
+                "heads axis still comes after the tokens"),
+    ("front-axes", "has shape (2, 4, 3, 4, 2), expected (2, 3, 4, 4, 2): you exchanged the second and third axes "
+                   "counted from the front, which are the tokens and heads axes only when there is exactly one leading "
+                   "axis, and this X has 2 leading axes"),
     ("wrong-places", "the right numbers in the wrong places: head i takes d_head neighbouring columns of each token"),
+    ("last-two-axes", "has shape (2, 5, 4, 3), (..., T, d_head, h): you exchanged the last two axes, the heads and "
+                      "d_head. The heads axis goes in front of the tokens"),
+    ("heads-first", "has shape (3, 2, 5, 4): the heads axis came first, in front of the leading axes"),
+    ("leading-axes-merged", "has shape (6, 4, 4, 2): the heads are right, but the leading axes (2, 3) came back as "
+                            "(6,)"),
 ])
 def test_split_heads_batched_names_each_mistake(code, words):
     from helpers import checks
@@ -95,10 +101,13 @@ def test_split_heads_batched_names_each_mistake(code, words):
 @pytest.mark.parametrize(("code", "words"), [
     ("plain-reshape", "a reshape alone keeps the numbers in memory order: each row of your result holds consecutive "
                       "tokens of one head"),
-    ("not-joined", "has shape (6, 2, 2), (..., T, h, d_head): the tokens are back in front of the heads, but each "
-                   "token still has its 2 pieces on separate rows"),
-    ("heads-added", "has shape (6, 2), (..., T, d_head): you added the heads up"),
-    ("front-axes", "you exchanged the second and third axes counted from the front"),
+    ("not-joined", "has shape (2, 5, 3, 4), (..., T, h, d_head): the tokens are back in front of the heads, but "
+                   "each token still has its 3 pieces on separate rows"),
+    ("heads-added", "has shape (2, 5, 4), (..., T, d_head): you added the heads up"),
+    ("front-axes", "you exchanged the second and third axes counted from the front, which are the heads and tokens "
+                   "axes only when there is exactly one leading axis, and this H has 2 leading axes"),
+    ("last-two-axes", "you exchanged the last two axes, the tokens and d_head, before joining"),
+    ("first-axis", "has shape (3, 5, 8): you joined the pieces along the first axis"),
     ("wrong-places", "the right numbers in the wrong places: each token's row holds head 0's d_head numbers, then "
                      "head 1's"),
 ])
@@ -116,6 +125,12 @@ def test_merge_heads_batched_names_each_mistake(code, words):
     ("not-scaled", "the scores are not scaled; divide each head's scores by √d_head = √4"),
     ("mask-ignored", "a (3, 5) causal mask: the mask is not applied"),
     ("tokens-mixed", "your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head)"),
+    ("mask-none", "with mask=None every score was blocked, so your result is all NaN"),
+    ("queries-from-context", "has shape (5, 8), one row per token of context: your queries come from context"),
+    ("wrong-axis", "each head's softmax ran down the columns, over the queries"),
+    ("scaled-by-d-head", "each head's scores are divided by d_head = 4; divide by its square root"),
+    ("one-head", "your attention ran as one head over all 8 columns"),
+    ("true-means-blocked", "each query attends to exactly the keys the mask blocks"),
 ])
 def test_cross_attention_names_each_mistake(code, words):
     from helpers import checks
@@ -167,3 +182,68 @@ def test_cross_attention_calling_an_unsolved_split_is_an_attempt_not_untouched()
     result = checks.multi_head_cross_attention(multi_head_cross_attention)
     assert result.status == checks.INCORRECT
     assert "calls `split_heads_batched`, which still raises NotImplementedError" in result.message
+
+
+def test_split_and_merge_name_the_last_two_axes_swapped_with_no_leading_axis_too():
+    """Issue 20 review: on a 2-D X this was told it counted axes from the front, with "no leading axes"."""
+    from helpers import checks
+
+    def split(X, n_heads):
+        if X.ndim > 2:  # right with leading axes, so the check reaches its case without any
+            *batch, T, d_model = X.shape
+            return np.swapaxes(X.reshape(*batch, T, n_heads, d_model // n_heads), -3, -2)
+        return np.swapaxes(X.reshape(X.shape[0], n_heads, -1), -2, -1)
+
+    result = checks.split_heads_batched(split)
+    assert result.mistake == "last-two-axes" and "(6, 4)" in result.message, result.message
+    assert "leading axes" not in result.message
+
+
+def test_cross_attention_names_other_ways_of_masking_and_a_tuple():
+    from helpers import checks
+
+    def variant(masked_weights):
+        def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+            d_head = W_q.shape[1] // n_heads
+            Q, K, V = (M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
+                       for M in (x @ W_q, context @ W_k, context @ W_v))
+            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T_q, T_k)
+            weights = masked_weights(scores, mask)
+            return (weights @ V).transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o
+
+        return multi_head_cross_attention
+
+    after = variant(lambda s, mask: helpers.softmax(s) * (True if mask is None else mask))
+    zero = variant(lambda s, mask: helpers.softmax(s if mask is None else s * mask))
+    inverted = variant(lambda s, mask: helpers.softmax(s if mask is None else np.where(mask, -np.inf, s)))
+    for answer, code in ((after, "after-softmax"), (zero, "zero-fill"), (inverted, "true-means-blocked")):
+        result = checks.multi_head_cross_attention(answer)
+        assert result.mistake == code, result.message
+    with_weights = variant(lambda s, mask: helpers.softmax(s))
+
+    def returns_a_tuple(*args):
+        return with_weights(*args), None, np.zeros(3)
+
+    result = checks.multi_head_cross_attention(returns_a_tuple)
+    assert result.mistake == "not-an-array" and "returned 3 things (a tuple)" in result.message
+
+
+def test_cross_attention_accepts_a_right_answer_in_float32():
+    """Issue 20 review: a float32 answer was refused, "got -4.537, expected -4.537"."""
+    from helpers import checks
+
+    def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+        x, context, W_q, W_k, W_v, W_o = (a.astype(np.float32) for a in (x, context, W_q, W_k, W_v, W_o))
+        d_head = W_q.shape[1] // n_heads
+        Q, K, V = (M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
+                   for M in (x @ W_q, context @ W_k, context @ W_v))
+        scores = Q @ K.transpose(0, 2, 1) / np.sqrt(np.float32(d_head))  # stays float32
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf)
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights = weights / weights.sum(axis=-1, keepdims=True)
+        out = (weights @ V).transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o
+        assert out.dtype == np.float32
+        return out
+
+    assert checks.multi_head_cross_attention(multi_head_cross_attention).status == checks.CORRECT

@@ -45,6 +45,10 @@ def test_sentence_embedding_solution_is_the_models_pooling(model):
     ("took-column", "you returned column 2 of the weights"),
     ("whole-matrix", "you returned the weights of every query"),
     ("called-the-layer", "you called the layer itself"),
+    ("divided-by-d-head", "you divided the scores by d_head = 4; the scale is 1/√d_head"),
+    ("columns-from-head-number", "start at column 1, the head's number"),
+    ("whole-bias", "take this head's slice of the bias"),
+    ("softmax-whole-matrix", "your softmax ran over the whole (T, T) matrix of scores at once"),
 ])
 def test_attention_row_names_the_common_mistakes(code, words):
     result = checks.attention_row(define(checks.EXERCISES["attention_row"].mistakes[code], "attention_row"))
@@ -54,7 +58,8 @@ def test_attention_row_names_the_common_mistakes(code, words):
 @pytest.mark.parametrize(("code", "words"), [
     ("padding-averaged", "you averaged the padding positions too"),
     ("not-normalised", "the mean is right but its rows are not of length 1"),
-    ("sum-not-mean", "you added up the real tokens' vectors"),
+    ("sum-not-mean", "stopped there, so the rows are not of length 1"),
+    ("first-token", "you took each sentence's first token"),
     ("normalised-first", "you normalised each token before averaging"),
     ("one-length-for-all", "one length for all of them"),
     ("averaged-sentences", "you averaged over the sentences"),
@@ -82,6 +87,18 @@ def test_the_notebooks_invitation_compares_without_raising(model, capsys):
     wrong = define(checks.EXERCISES["attention_row"].mistakes["unscaled"], "attention_row")
     result = checks.compare(wrong(X, model.layers[1]["attention"], 8, 2), expected, "layer 1, head 8, row 2")
     assert not result and capsys.readouterr().out.splitlines()[-1].startswith("✗ layer 1, head 8, row 2 differs")
+
+
+def test_the_invitation_written_with_a_lambda_reports_a_crash_instead_of_raising(model, capsys):
+    # the notebook's snippet passes `lambda: attention_row(...)`, so a crashing answer (or the untouched stub) is
+    # reported by checks.compare and Run All goes on
+    def attention_row(X, attention, head, i):
+        raise NotImplementedError
+
+    X = model.hidden_states("Attention is a novel idea.")[1]
+    result = checks.compare(lambda: attention_row(X, model.layers[1]["attention"], 8, 2),
+                            model.attentions("Attention is a novel idea.")[1, 8, 2], "layer 1, head 8, row 2")
+    assert not result and "✗" in capsys.readouterr().out
 
 
 # --- the explorer -------------------------------------------------------------------------------
@@ -126,7 +143,8 @@ def test_explorer_follows_the_sentence_box_and_says_when_it_cuts(model, shown):
     box.controls["sentence"].value = long
     assert "62 tokens" in shown[-1] and "the first 40" in shown[-1]
     box.controls["sentence"].value = "word " * 600
-    assert "at most 512" in shown[-1]
+    assert "602 wordpieces" in shown[-1] and "512 rows" in shown[-1] and "<svg" not in shown[-1]
+    assert "cuts its input at 256" in shown[-1]
     box.controls["sentence"].value = ""
     assert "[CLS]" in shown[-1] and "Type a sentence" in shown[-1]  # an empty box still draws [CLS] and [SEP]
     box.controls["hide_special"].value = True

@@ -49,11 +49,15 @@ def mistake(name, code):
 ONLINE_WORDS = {
     "no-rescale": "the old l was added as it was",
     "acc-not-rescaled": "acc was added as it was",
-    "inverted-correction": "e^(m_new − m) = 5.474, which makes it larger",
-    "max-not-updated": "you returned m = 0.5, the old max",
+    "inverted-correction": "by e^(m_new − m) = 5.474, which grows it",
+    "max-not-updated": "you returned the old max, m = 0.5",
+    "block-max-only": "your m fell to this block's largest score, 1.393; the running max never falls",
+    "max-as-axis": "reads a second argument as the axis to reduce along",
     "old-max-shift": "this block's terms were measured against the old max 0.5",
-    "raw-exp": "the sum of e^s over the raw scores",
+    "correction-on-new-terms": "you multiplied this block's terms by e^(m − m_new) = 0.1827",
+    "raw-exp": "l grew by e^s of the raw scores",
     "divided-acc": "acc came back divided by l",
+    "returned-in-other-order": "the right results in another order, l, m, acc; return them in the order m, l, acc",
 }
 
 
@@ -63,16 +67,36 @@ def test_online_update_names_the_mistake_in_words(code):
     assert result.mistake == code and ONLINE_WORDS[code] in result.message, result.message
 
 
+@pytest.mark.parametrize("name", ["online_softmax_update", "kv_cache_step"])
+def test_each_message_is_one_sentence_of_few_words(name):
+    """The review's case: messages of 55-90 words in up to four sentences; now one sentence each."""
+    for code in checks.EXERCISES[name].mistakes:
+        message = getattr(checks, name)(mistake(name, code)).message.splitlines()[0]
+        assert ". " not in message.replace("..", "") and len(message.split()) <= 60, message
+
+
 def test_online_update_inverted_factor_is_named_not_the_max_shift():
     """The issue's case: e^(m_new − m) gave NaN from m = −∞ and a message about the max subtraction."""
     result = checks.online_softmax_update(mistake("online_softmax_update", "inverted-correction"))
-    assert "factor is e^(m − m_new) = 0.1827, at most 1" in result.message
-    assert "0 times ∞ gives NaN" in result.message and "Subtract" not in result.message
+    assert "the factor that shrinks old terms to the new max is e^(m − m_new) = 0.1827" in result.message
+    assert "Subtract" not in result.message
     # from m = -inf alone, the inverted factor gives NaN: the check's first case is finite on purpose
     inverted = mistake("online_softmax_update", "inverted-correction")
     with np.errstate(invalid="ignore"):
         m, l, acc = inverted(-np.inf, 0.0, np.zeros(2), np.ones(3), np.ones((3, 2)))
     assert np.isnan(l)
+
+
+def test_online_update_max_of_two_numbers_with_numpys_max_is_explained_not_called_a_float_size(capsys):
+    """np.max(m, s) reads s as an axis; the engine's general advice (integer division) would mislead."""
+    source = """
+        def online_softmax_update(m, l, acc, scores, values):
+            m_new = np.max(m, scores.max())
+            return m_new, l, acc
+    """
+    status, printed = verdict("online_softmax_update", source, capsys)
+    assert status == checks.INCORRECT and "numpy's max takes one array" in printed, printed
+    assert "two slashes" not in printed
 
 
 def test_online_update_other_slips(capsys):
@@ -129,13 +153,20 @@ def test_kv_cache_step_solution_is_the_kv_cache_helper(rng):
 
 
 KV_WORDS = {
-    "no-causal-mask": "saw each other's future",
+    "no-causal-mask": "so the 3 new tokens saw each other's future",
     "diagonal-hidden": "your mask also hid each new token's own key, the diagonal",
     "no-scaling": "the scores were not divided by √d_k = 2",
+    "scaled-by-d-k": "the scores were divided by d_k = 4; the scale of 04 is √d_k = 2",
     "mask-not-shifted": "as if it stood at the start of the text",
+    "masked-as-zero": "the hidden scores were set to 0, which still gets the weight e^0",
+    "softmax-over-queries": "your softmax ran down each column of the (t, T + t) scores, over the new queries",
+    "returned-weights": "out has the shape of the weights, (t, T + t) = (3, 3)",
+    "returned-in-other-order": "another order, out, cache_K, cache_V; return them in the order cache_K, cache_V, out",
     "cache-not-grown": "the returned cache_K still has 0 rows",
     "new-keys-in-front": "the new tokens' rows come before the 3 cached ones",
     "new-tokens-only": "out attended to the new token only",
+    "concatenated-wrong-axis": "joined the cache and the new rows side by side, along their widths",
+    "append-flattened": "numpy's append, which without an axis flattens both arrays",
 }
 
 
@@ -143,6 +174,17 @@ KV_WORDS = {
 def test_kv_cache_step_names_the_mistake_in_words(code):
     result = checks.kv_cache_step(mistake("kv_cache_step", code))
     assert result.mistake == code and KV_WORDS[code] in result.message, result.message
+
+
+def test_kv_cache_step_crashes_that_are_not_the_join_keep_the_engines_explanation(capsys):
+    """Only a join along the widths or numpy's append is explained as such; other crashes quote the line as usual."""
+    source = """
+        def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
+            K, V = np.concatenate([cache_K, k_new]), np.concatenate([cache_V, v_new])
+            return K, V, q_new @ V
+    """
+    result = checks.kv_cache_step(define(textwrap.dedent(source), "kv_cache_step"))
+    assert result.mistake == "crash" and "matrix product" in result.message, result.message
 
 
 def test_kv_cache_step_names_a_diagonal_mask_that_gives_zeros_instead_of_nan(capsys):
@@ -206,11 +248,23 @@ def test_explorer_draws_the_chosen_grid(shown):
     assert "(the naive (1024, 1024) float32 scores alone: 4 MiB)" in shown[-1]
 
 
+def test_explorer_at_a_short_length_measures_one_tile_of_T_not_of_the_block(shown):
+    """The review's case: T = 256 with blocks of 1,024 showed a peak of 4.45 MiB, the buffer of a 1024 x 1024 tile."""
+    widgets.measure_tiled(256, 1024, causal=True)  # warm: the first call also fills the mask cache
+    for block_size in (256, 512, 1024):
+        assert widgets.measure_tiled(256, block_size, causal=True)[1] < 1.0  # a 256 x 256 tile is 0.25 MiB
+    box = widgets.tiled_attention_explorer(T=256, block_size=128, causal=False)
+    assert "at this length the (T, d) copies" in shown[-1]
+    box.controls["T"].value = 4096
+    assert "at this length" not in shown[-1]
+
+
 def test_explorer_with_a_block_larger_than_T_says_one_tile_of_T_and_a_size_below_one_mib(shown):
     box = widgets.tiled_attention_explorer(T=256, block_size=1024, causal=True)
-    assert "1 tile of 256×256" in shown[-1] and "larger than T: one tile holds every score" in shown[-1]
+    assert "1 tile of 256×256" in shown[-1]
+    assert "a block of 1024 covers all 256 tokens: one tile holds every score, so tiling saves no memory" in shown[-1]
     assert "1 computed with a mask, 0 skipped" in shown[-1]
     assert "(the naive (256, 256) float32 scores alone: 0.25 MiB)" in shown[-1]
     box.controls["T"].value = 4096
-    assert "16 tiles of 1024×1024" in shown[-1] and "larger than T" not in shown[-1]
+    assert "16 tiles of 1024×1024" in shown[-1] and "covers all" not in shown[-1]
     assert "scores alone: 64 MiB)" in shown[-1]

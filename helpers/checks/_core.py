@@ -197,16 +197,25 @@ def _run(ex, answer):
 def compare(got, expected, what="your result", rtol=1e-5, atol=1e-8):
     """Print ✓ when `got` has `expected`'s shape and values (to rtol/atol), else ✗ and where they differ.
 
-    For trying things in a cell of your own: it never raises, so Run All never stops there.
+    For trying things in a cell of your own: it never raises, so Run All never stops there. `got` may be
+    a function of no arguments (`lambda: attention_row(X, layer, 8, 2)`): it is called here, and a crash
+    inside it (or a stub that still raises NotImplementedError) is reported, not raised.
     Returns a Result (true when they agree).
     """
     try:
+        if callable(got):
+            got = call(got)
         expect_close(got, expected, what, rtol=rtol, atol=atol)
         status, mistake, message = CORRECT, None, f"✓ {what} agrees with the expected values"
     except Mismatch as exc:
         status, mistake, message = INCORRECT, exc.code, f"✗ {exc}"
-    except Exception as exc:  # e.g. `expected` itself is not numbers
-        status, mistake, message = INCORRECT, "not-an-array", f"✗ could not compare {what}: {type(exc).__name__}: {exc}"
+    except Exception as exc:
+        if getattr(exc, "_raised_by_the_answer", False):  # the learner's code crashed (or is not written yet)
+            mistake = "not-finished" if isinstance(exc, NotImplementedError) else "crash"
+            status, message = INCORRECT, f"✗ {what}: {explain_crash(exc)}"
+        else:  # e.g. `expected` itself is not numbers
+            status, mistake = INCORRECT, "not-an-array"
+            message = f"✗ could not compare {what}: {type(exc).__name__}: {exc}"
     print(message)
     sys.stdout.flush()
     return Result("compare", status, message, mistake)

@@ -4,6 +4,8 @@ Pure inspection of the learner's code and exceptions; the verdicts are in `_core
 """
 
 import ast
+import dis
+import importlib
 import inspect
 import re
 import sys
@@ -56,8 +58,17 @@ def _names_used(code):
     return names
 
 
+def _imported(code):
+    """The modules a code object and the functions nested in it import (`import helpers`, `from helpers.x import y`)."""
+    found = {ins.argval for ins in dis.get_instructions(code) if ins.opname == "IMPORT_NAME"}
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            found |= _imported(const)
+    return found
+
+
 def uses_forbidden(fn, forbid):
-    """The first of `forbid` ("helpers.softmax", ...) that `fn` calls through its globals, else None."""
+    """The first of `forbid` ("helpers.softmax", ...) that `fn` reaches through its globals or imports, else None."""
     if not forbid or not isinstance(fn, types.FunctionType):
         return None
     names = _names_used(fn.__code__)
@@ -68,12 +79,24 @@ def uses_forbidden(fn, forbid):
             reachable[name] = cell.cell_contents
         except ValueError:  # a variable of the enclosing function not assigned yet
             pass
+    # modules imported inside the function body (`from helpers.attention import softmax`, `import helpers`,
+    # `from helpers import embeddings`): the answer has not run yet, so the workshop's are imported here
+    in_body = _imported(fn.__code__)
+    workshop = sorted(name for name in in_body if name == "helpers" or name.startswith("helpers."))
+    for name in (workshop + [dotted.rsplit(".", 1)[0] for dotted in forbid]) if workshop else ():
+        try:
+            importlib.import_module(name)
+        except Exception:  # a module that does not exist: the answer's own crash, later
+            pass
+    imported = [sys.modules[name] for name in in_body if name in sys.modules]
+    imported += [getattr(module, name) for module in imported for name in names
+                 if isinstance(getattr(module, name, None), types.ModuleType)]
     for dotted in forbid:
         module_name, attr = dotted.rsplit(".", 1)
         target = getattr(sys.modules.get(module_name), attr, None)
         if target is None:  # that module is not even imported: nothing can call it
             continue
-        for value in reachable.values():
+        for value in [*reachable.values(), *imported]:
             if value is target:  # e.g. `from helpers import softmax`, then softmax(...)
                 return dotted
             # e.g. `import helpers`, then helpers.softmax(...)
@@ -102,7 +125,8 @@ def explain_crash(exc, fn=None):
                     f"line once your code is written{where}")
         return (f"your code calls `{raiser}`, which still raises NotImplementedError: finish that one "
                 f"first{where}")
-    return f"your code raised {type(exc).__name__}: {exc}{where}{_explain_numpy(str(exc))}"
+    line = frames[-1].line if frames and frames[-1].line else ""
+    return f"your code raised {type(exc).__name__}: {exc}{where}{_explain_numpy(str(exc), line)}"
 
 
 def _helper_name(frame):
@@ -111,18 +135,47 @@ def _helper_name(frame):
     return ".".join(module.parts) + "." + frame.name
 
 
-def _explain_numpy(message):
-    """A sentence in shapes for numpy's two most cryptic messages (matmul and broadcasting), else ''."""
+_PRODUCT = (". In a matrix product A times B the last axis of A must equal the second-to-last of B, here {} and {}: "
+            "check which factor comes first, and whether a transpose is missing or one too many")
+_SHAPE = re.compile(r"\(([\d, ]*)\)")
+
+
+def _shape(text):
+    return tuple(int(n) for n in text.split(",") if n.strip())
+
+
+def _explain_numpy(message, line=""):
+    """A sentence in shapes for numpy's cryptic messages (matrix products, broadcasting) and two Python slips, else ''.
+
+    line: the learner's line that raised, when known (it tells an entry-by-entry product from a sum or a division).
+    """
     matmul = re.search(r"matmul: Input operand \d has a mismatch in its core dimension \d.*\(size (\d+) is "
                        r"different from (\d+)\)", message)
     if matmul:
-        return (f". In a matrix product A times B the last axis of A must equal the second-to-last of B, here "
-                f"{matmul.group(2)} and {matmul.group(1)}: a missing transpose is the usual cause (to compare "
-                "every row of one matrix with every row of another, the second goes in transposed)")
-    broadcast = re.search(r"could not be broadcast together with shapes (\S+) (\S+)", message)
+        return _PRODUCT.format(matmul.group(2), matmul.group(1))
+    dot = re.search(r"shapes \([\d, ]*\) and \([\d, ]*\) not aligned: (\d+) \(dim \d+\) != (\d+) \(dim \d+\)", message)
+    if dot:  # np.dot's own wording for the same mistake
+        return _PRODUCT.format(dot.group(1), dot.group(2))
+    broadcast = re.search(r"could not be broadcast together with (?:remapped )?shapes (.*)", message)
     if broadcast:
-        return (f". Arrays of shapes {broadcast.group(1)} and {broadcast.group(2)} cannot be combined element "
-                "by element: compared from the right, each pair of axes must be equal or 1. Insert an axis of "
-                "length 1 where one is missing (indexing with None), or keep the summed axis after a sum or max "
-                "(numpy's keepdims)")
+        shapes = [_shape(found) for found in _SHAPE.findall(broadcast.group(1))[:2]]
+        if len(shapes) < 2:
+            return ""
+        a, b = shapes
+        text = (f". Arrays of shapes {a} and {b} cannot be combined entry by entry: compared from the right, each "
+                "pair of axes must be equal or 1")
+        starred = re.search(r"(?<![*])[*](?![*=])", line or "")
+        if (starred and len(a) == len(b) == 2 and 1 not in a + b and a != b
+                and (a[1] == b[0] or b[1] == a[0])):  # e.g. X times its transpose, or weights times X
+            return (f"{text}. A single star multiplies entry by entry; a sum of products over a shared axis is a "
+                    "matrix product")
+        if len(a) != len(b) or 1 in a + b:  # an axis dropped by a sum or a max, or one never inserted
+            return (f"{text}. Insert an axis of length 1 where one is missing (indexing with None), or keep the "
+                    "summed axis after a sum or max (numpy's keepdims)")
+        return text
+    if re.search(r"unsupported operand type\(s\) for \^|'bitwise_xor' not supported", message):
+        return ". In Python the caret is bitwise XOR (on whole numbers), not a power: a power is written with two stars"
+    if re.search(r"'(numpy\.)?float(16|32|64)?' object cannot be interpreted as an integer", message):
+        return (". A shape, a size or a count needs whole numbers: a division with one slash gives a float even when "
+                "it comes out even (8 / 2 is 4.0); integer division, written with two slashes, gives a whole number")
     return ""

@@ -20,7 +20,13 @@ class Mismatch(Exception):
 
 
 def as_array(got, what):
-    """`got` as a numeric ndarray, or Mismatch naming `what`."""
+    """`got` as a numeric ndarray, or Mismatch naming `what`.
+
+    A tuple holding arrays, e.g. (output, weights) where one array is asked for, is named as such:
+    "returned 2 things (a tuple)"; a tuple of plain numbers is read as an array.
+    """
+    if isinstance(got, tuple) and len(got) > 1 and any(isinstance(item, np.ndarray) for item in got):
+        raise Mismatch(f"{what} returned {len(got)} things (a tuple); return only the one array", "not-an-array")
     try:
         arr = np.asarray(got)
     except Exception:  # a ragged list, an object numpy cannot read
@@ -30,8 +36,26 @@ def as_array(got, what):
     return arr
 
 
+# an answer computed in a lower precision than the checks' float64 is compared at that precision's tolerance
+LOW_PRECISION = {np.dtype(np.float32): (1e-4, 1e-6), np.dtype(np.float16): (1e-2, 1e-3)}
+
+
+def _shown(got, expected):
+    """The two numbers as text, with as many significant digits as it takes to tell them apart (4 to 17)."""
+    for digits in range(4, 18):
+        a, b = f"{got:.{digits}g}", f"{expected:.{digits}g}"
+        if a != b:
+            return a, b
+    return a, b
+
+
 def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
-    """Raise Mismatch unless `got` has `expected`'s shape and values (to rtol/atol)."""
+    """Raise Mismatch unless `got` has `expected`'s shape and values (to rtol/atol).
+
+    An answer in float32 is compared with rtol 1e-4 and atol 1e-6 at least, one in float16 with rtol 1e-2 and
+    atol 1e-3: a right answer computed in a lower precision passes. The entry named is the one
+    that breaks atol + rtol·|expected| the most, printed with enough digits to show the difference.
+    """
     expected = np.asarray(expected)
     arr = as_array(got, what)
     if arr.shape != expected.shape:
@@ -42,12 +66,20 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
         raise Mismatch(f"{what} holds complex numbers; expected real ones", "not-an-array")
     if np.any(np.isnan(arr.astype(float))) and not np.any(np.isnan(expected.astype(float))):
         raise Mismatch(f"{what} contains NaN", "nan")
+    low_rtol, low_atol = LOW_PRECISION.get(arr.dtype, (0.0, 0.0))
+    rtol, atol = max(rtol, low_rtol), max(atol, low_atol)
     if not np.allclose(arr, expected, rtol=rtol, atol=atol, equal_nan=True):
-        diff = np.abs(arr.astype(float) - expected.astype(float))
-        where = np.unravel_index(np.nanargmax(diff), diff.shape) if diff.ndim else ()
+        values, wanted = arr.astype(float), expected.astype(float)
+        with np.errstate(all="ignore"):
+            excess = np.abs(values - wanted) - (atol + rtol * np.abs(wanted))  # > 0 where an entry is off
+        excess = np.where(np.isnan(excess), -np.inf, excess)
+        infinite = (np.isinf(values) | np.isinf(wanted)) & (values != wanted)  # an infinity where none belongs
+        excess = np.where(infinite, np.inf, excess)
+        where = np.unravel_index(np.argmax(excess), excess.shape) if excess.ndim else ()
         at = f" at index {tuple(int(i) for i in where)}" if where else ""
-        raise Mismatch(f"{what} differs from the expected values{at}: "
-                       f"got {float(arr[where]):.4g}, expected {float(expected[where]):.4g}", "wrong-values")
+        shown_got, shown_expected = _shown(float(values[where]), float(wanted[where]))
+        raise Mismatch(f"{what} differs from the expected values{at}: got {shown_got}, expected {shown_expected}",
+                       "wrong-values")
 
 
 def expect_equal(got, expected, what):

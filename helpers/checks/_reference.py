@@ -35,11 +35,12 @@ def masked_softmax_loop(scores, mask):
     return out
 
 
-def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None, scale=None, project=True):
+def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None, scale=None, project=True, weights_of=None):
     """A loop over heads on column slices: the definition of multi-head attention.
 
-    scale: each head's score scale, 1/sqrt(d_head) unless given; project=False leaves out W_o
-    (the checks use both to recognise two common mistakes).
+    scale: each head's score scale, 1/sqrt(d_head) unless given; project=False leaves out W_o;
+    weights_of(scores, allowed) -> weights replaces the masked softmax over the keys (the checks use
+    these three to recognise common mistakes).
     Shapes: x (T_q, d_model), context (T_k, d_model), W_* (d_model, d_model), mask (T_q, T_k)
             -> (T_q, d_model).
     """
@@ -52,6 +53,7 @@ def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None, scale=Non
     for i in range(n_heads):
         cols = slice(i * d_head, (i + 1) * d_head)
         scores = Q[:, cols] @ K[:, cols].T * scale  # (T_q, T_k)
-        heads.append(masked_softmax_loop(scores, mask) @ V[:, cols])  # (T_q, d_head)
+        weights = (weights_of or masked_softmax_loop)(scores, mask)  # (T_q, T_k)
+        heads.append(weights @ V[:, cols])  # (T_q, d_head)
     concat = np.concatenate(heads, axis=-1)  # (T_q, d_model)
     return concat @ W_o if project else concat

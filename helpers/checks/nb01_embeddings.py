@@ -38,6 +38,22 @@ from helpers.checks._mistakes import broadcast_clash
             def cosine_similarity(a, b):
                 return a @ b / (np.sum(a * a) * np.sum(b * b))
         """,
+        "sum-of-lengths": """
+            def cosine_similarity(a, b):
+                return a @ b / (np.linalg.norm(a) + np.linalg.norm(b))
+        """,
+        "absolute-value": """
+            def cosine_similarity(a, b):
+                return abs(a @ b) / (np.linalg.norm(a) * np.linalg.norm(b))
+        """,
+        "distance": """
+            def cosine_similarity(a, b):
+                return 1 - a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
+        """,
+        "angle": """
+            def cosine_similarity(a, b):
+                return np.arccos(a @ b / (np.linalg.norm(a) * np.linalg.norm(b)))
+        """,
     },
     forbid=("helpers.embeddings.cosine_similarity",),
 )
@@ -65,7 +81,31 @@ def cosine_similarity(answer):
             if got.shape == () and np.isclose(got, a @ b / length):
                 raise Mismatch(f"{what}: you divided the dot product by the length of {which} only; the cosine "
                                "divides it by both lengths, |a| times |b|", "one-length")
-        expect_close(got, a @ b / (length_a * length_b), what)
+        cosine = a @ b / (length_a * length_b)
+        if got.shape == () and not np.iscomplexobj(got):
+            _name_what_else_came_back(float(got), cosine, a @ b / (length_a + length_b), what)
+        expect_close(got, cosine, what)
+
+
+def _name_what_else_came_back(got, cosine, over_the_sum, what):
+    """Raise Mismatch when the number `got` is a relative of the cosine: |cos|, 1 − cos, the angle, a·b/(|a| + |b|)."""
+    if np.isclose(got, over_the_sum) and not np.isclose(over_the_sum, cosine):
+        raise Mismatch(f"{what}: you divided the dot product by the sum of the two lengths, |a| + |b|; the cosine "
+                       "divides it by their product, |a| times |b|", "sum-of-lengths")
+    if cosine < -1e-3 and np.isclose(got, -cosine):
+        raise Mismatch(f"{what}: you returned {got:.4g}, the size of the cosine without its sign. Vectors pointing "
+                       "apart have a negative cosine, down to −1 for opposite directions: keep the sign",
+                       "absolute-value")
+    if np.isclose(got, 1 - cosine) and not np.isclose(1 - cosine, cosine):
+        raise Mismatch(f"{what}: you returned 1 minus the cosine, the cosine distance ({got:.4g}), which is 0 for "
+                       "vectors pointing the same way; the exercise asks for the cosine itself, which is 1 for them",
+                       "distance")
+    angle = float(np.arccos(np.clip(cosine, -1, 1)))
+    if np.isclose(got, angle) or np.isclose(got, np.degrees(angle)):
+        unit = "radians" if np.isclose(got, angle) else "degrees"
+        raise Mismatch(f"{what}: you returned the angle between a and b, {got:.4g} {unit}; the exercise asks for "
+                       "its cosine, which the dot product over the two lengths gives without any angle",
+                       "angle")
 
 
 @exercise(
@@ -110,6 +150,11 @@ def cosine_similarity(answer):
                 cosines = table @ v / (np.linalg.norm(table, axis=0) * np.linalg.norm(v))
                 return np.argsort(-cosines)[:k]
         """,
+        "rows-not-numbers": """
+            def nearest_neighbours(v, table, k):
+                cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
+                return table[np.argsort(-cosines)[:k]]
+        """,
     },
 )
 def nearest_neighbours(answer):
@@ -125,8 +170,10 @@ def nearest_neighbours(answer):
         try:
             raw = as_array(call(answer, v, table, k), what)
         except ValueError as exc:
-            if broadcast_clash(exc) == {(n,), (d,)}:
-                raise Mismatch(f"{what}: your {n} dot products, shape ({n},), met {d} lengths, shape ({d},): those "
+            clash = broadcast_clash(exc)
+            if clash in ({(n,), (d,)}, {(n,), (1, d)}):  # the column lengths, their axis kept or not
+                lengths = (1, d) if (1, d) in clash else (d,)
+                raise Mismatch(f"{what}: your {n} dot products, shape ({n},), met {d} lengths, shape {lengths}: those "
                                f"are the lengths of the table's {d} columns. Each row needs its own length, {n} "
                                "of them, measured along the rows", "column-lengths") from None
             raise
@@ -135,7 +182,10 @@ def nearest_neighbours(answer):
                            f"of shape ({n}, 1), met the {n} dot products, shape ({n},), and made a ({n}, {n}) table "
                            f"of every length with every dot product. Divide the {n} dot products by {n} lengths of "
                            f"the same shape, ({n},), one per row", "lengths-as-a-column")
-        got = raw.ravel()
+        got = raw.reshape(-1) if raw.shape in ((k, 1), (1, k)) else raw  # a column or a row of k numbers is fine
+        if got.shape == (k, d) and np.allclose(got, table[expected]):
+            raise Mismatch(f"{what} returned the {k} most similar rows themselves, shape ({k}, {d}); return their "
+                           f"numbers in the table, {k} row indices, best first", "rows-not-numbers")
         if got.shape == expected.shape and np.allclose(got, np.sort(cosines)[::-1][:k]):
             raise Mismatch(f"{what} returned the {k} largest cosines themselves; return the numbers of their rows "
                            "in the table, best first", "values-not-rows")
@@ -143,11 +193,14 @@ def nearest_neighbours(answer):
             if set(got.tolist()) == set(expected.tolist()):
                 raise Mismatch(f"{what} has the right rows in the wrong order: put the most similar first "
                                "(np.argsort sorts from smallest to largest)", "wrong-order")
-            if k > 1 and np.array_equal(got, np.argsort(cosines)[:k]):
+            if k > 1 and set(got.tolist()) == set(np.argsort(cosines)[:k].tolist()):
                 raise Mismatch(f"{what} gave the least similar rows: np.argsort sorts from smallest to largest, so "
                                "sort the negated cosines to get the largest first", "least-similar")
             if np.array_equal(got, np.argsort(-(table @ v))[:k]):
                 raise Mismatch(f"{what} ranks the rows as their dot products with v do, so long rows win: divide "
                                "each row's dot product by that row's own length (dividing by one length for the "
                                "whole table does not change the order)", "dot-product")
+        if got.dtype.kind == "f" and got.shape == expected.shape and np.array_equal(got, expected):
+            raise Mismatch(f"{what} holds the right row numbers, but as floats (dtype {got.dtype}); a float cannot "
+                           "index the table: keep them whole numbers, as the sort gives them", "not-an-array")
         expect_equal(got, expected, f"{what} (row indices, best first)")

@@ -151,6 +151,23 @@ def similarity_matrix(answer):
             def row_softmax(S):
                 return S / S.sum(axis=-1, keepdims=True)
         """,
+        "column-sums": """
+            def row_softmax(S):
+                e = np.exp(S - S.max(axis=-1, keepdims=True))
+                return e / e.sum(axis=0, keepdims=True)
+        """,
+        "shift-mismatch": """
+            def row_softmax(S):
+                return np.exp(S - S.max(axis=-1, keepdims=True)) / np.exp(S).sum(axis=-1, keepdims=True)
+        """,
+        "returned-in-loop": """
+            def row_softmax(S):
+                weights = np.zeros(S.shape)
+                for i in range(S.shape[0]):
+                    e = np.exp(S[i] - S[i].max())
+                    weights[i] = e / e.sum()
+                    return weights
+        """,
     },
     forbid=("helpers.softmax", "helpers.attention.softmax"),
 )
@@ -234,6 +251,18 @@ def row_softmax(answer):
                 e = np.exp(S - S.max(axis=-1, keepdims=True))
                 return (e / e.sum(axis=-1, keepdims=True)) @ X
         """,
+        "sums-as-a-row": """
+            def attention_without_weights(X):
+                S = X @ X.T
+                e = np.exp(S - S.max(axis=-1, keepdims=True))
+                return (e / e.sum(axis=-1)) @ X  # (T, T) / (T,): numpy lines the T sums up with the columns
+        """,
+        "residual": """
+            def attention_without_weights(X):
+                S = X @ X.T
+                e = np.exp(S - S.max(axis=-1, keepdims=True))
+                return X + (e / e.sum(axis=-1, keepdims=True)) @ X
+        """,
     },
     forbid=("helpers.scaled_dot_product_attention", "helpers.attention.scaled_dot_product_attention"),
 )
@@ -253,6 +282,10 @@ def attention_without_weights(answer):
                        "returned-weights")
     if got.shape != expected.shape or np.iscomplexobj(got) or not np.all(np.isfinite(got)):
         expect_close(got, expected, what)
+    if np.allclose(got, X + expected):
+        raise Mismatch(f"{what} is X plus the attention output: you added X back, a residual connection (its "
+                       "weights, the softmax plus the identity, sum to 2 along each row). Return the weighted "
+                       "average of the rows of X alone; notebook 08 adds the residual", "residual")
     if np.allclose(got, S @ X):
         raise Mismatch(f"{what} is the scores times X, without the softmax: each row of scores must first become "
                        "weights that sum to 1, or each output row is a sum instead of an average, and the vectors "

@@ -104,10 +104,13 @@ def qkv_scores(answer):
     if _same(got_scores, scores.T):
         raise Mismatch(f"{what}: your scores are transposed, keys times queries. Row i must hold query i's "
                        "scores against every key, so the queries come first in the product", "transposed")
-    if _same(got_scores, scores / np.sqrt(d_k)):
-        raise Mismatch(f"{what}: your scores are divided by √d_k. That scaling is notebook 04's subject; here "
+    divisor = _divisor(got_scores, scores)
+    if divisor is not None and not np.isclose(divisor, 1.0):
+        which = (f"√d_k = √{d_k}" if np.isclose(divisor, np.sqrt(d_k)) else
+                 f"√d_model = √{d_model}" if np.isclose(divisor, np.sqrt(d_model)) else f"{divisor:.4g}")
+        raise Mismatch(f"{what}: your scores are divided by {which}. Scaling is notebook 04's subject; here "
                        "return the plain dot products of the queries with the keys", "scaled")
-    if _same(got_scores, softmax(scores)):
+    if any(_same(got_scores, softmax(scores / scale)) for scale in (1.0, np.sqrt(d_k), np.sqrt(d_model))):
         raise Mismatch(f"{what}: your scores are already weights (each row sums to 1). Return the raw scores, the "
                        "dot products of the queries with the keys, before any softmax", "weights-not-scores")
     if _same(got_scores, X @ X.T):
@@ -118,6 +121,17 @@ def qkv_scores(answer):
                        f"pairs each token only with itself. The scores pair every query with every key: a ({T}, {T}) "
                        "table of dot products", "elementwise")
     expect_close(got_scores, scores, f"the scores of {what}")
+
+
+def _divisor(got, scores):
+    """The one number c with got = scores / c, or None. Shapes: got, scores (T, T)."""
+    if got.shape != scores.shape or np.iscomplexobj(got) or not np.all(np.isfinite(got)):
+        return None
+    overlap = float(np.sum(scores * got))
+    if overlap <= 0:
+        return None
+    c = float(np.sum(scores * scores)) / overlap  # least squares
+    return c if np.allclose(got, scores / c, rtol=1e-4, atol=1e-6) else None
 
 
 @exercise(
@@ -158,6 +172,20 @@ def qkv_scores(answer):
                 inner = np.sum(d_weights * weights, axis=-1)
                 return weights * (d_weights - inner)
         """,
+        "sign-flipped": """
+            def softmax_backward(d_weights, weights):
+                inner = np.sum(d_weights * weights, axis=-1, keepdims=True)
+                return weights * (inner - d_weights)
+        """,
+        "roles-swapped": """
+            def softmax_backward(d_weights, weights):
+                inner = np.sum(d_weights * weights, axis=-1, keepdims=True)
+                return d_weights * (weights - inner)
+        """,
+        "weights-factor-missing": """
+            def softmax_backward(d_weights, weights):
+                return d_weights - np.sum(d_weights * weights, axis=-1, keepdims=True)
+        """,
     },
     forbid=("helpers.softmax_backward", "helpers.attention.softmax_backward"),
 )
@@ -190,6 +218,17 @@ def softmax_backward(answer):
         if np.allclose(got, weights * (d_weights - d_weights.sum(axis=-1, keepdims=True))):
             raise Mismatch(f"{what}: the sum you subtract adds up the d_weights alone; weigh each by its weight, "
                            "Σ_j w_j·g_j, the row's weighted average of the d_weights", "unweighted-sum")
+        inner = np.sum(d_weights * weights, axis=-1, keepdims=True)  # (..., T, 1)
+        if np.allclose(got, -expected):
+            raise Mismatch(f"{what} is the right answer with its sign flipped: each entry is w·(g − Σ_j w_j·g_j), "
+                           "the d_weight minus the row's weighted average, not the other way round", "sign-flipped")
+        if np.allclose(got, d_weights * (weights - inner)):
+            raise Mismatch(f"{what}: the weights and the d_weights have swapped roles: each entry is the weight "
+                           "times (its d_weight minus the row's weighted average of the d_weights), "
+                           "w·(g − Σ_j w_j·g_j)", "roles-swapped")
+        if np.allclose(got, d_weights - inner):
+            raise Mismatch(f"{what} is each d_weight minus the row's weighted average, without the factor in front: "
+                           "multiply that by the weight itself, w·(g − Σ_j w_j·g_j)", "weights-factor-missing")
         wrong_axis = weights * (d_weights - np.sum(d_weights * weights, axis=-2, keepdims=True))
         if np.allclose(got, wrong_axis):
             raise Mismatch(f"{what}: you summed down each column (over the second-to-last axis). Each row is its "

@@ -156,6 +156,27 @@ def build_causal_mask(answer):
                 e = np.exp(scores - scores.max(axis=0, keepdims=True))
                 return e / e.sum(axis=0, keepdims=True)
         """,
+        "max-over-blocked": """
+            def masked_softmax(scores, mask):
+                e = np.exp(scores - scores.max(axis=-1, keepdims=True)) * mask  # masked after the exponential
+                total = e.sum(axis=-1, keepdims=True)
+                return e / np.where(total > 0, total, 1)
+        """,
+        "true-means-blocked": """
+            def masked_softmax(scores, mask):
+                scores = np.where(mask, -np.inf, scores)
+                row_max = scores.max(axis=-1, keepdims=True)
+                row_max = np.where(np.isfinite(row_max), row_max, 0)
+                e = np.exp(scores - row_max)
+                total = e.sum(axis=-1, keepdims=True)
+                return e / np.where(total > 0, total, 1)
+        """,
+        "max-as-a-row": """
+            def masked_softmax(scores, mask):
+                scores = np.where(mask, scores, -np.inf)
+                e = np.exp(scores - scores.max(axis=-1))
+                return e / e.sum(axis=-1, keepdims=True)
+        """,
     },
     # the workshop's softmax already turns an all -inf row into zeros: that is the lesson, so write it
     forbid=("helpers.softmax", "helpers.attention.softmax", "helpers.scaled_dot_product_attention",
@@ -195,18 +216,35 @@ def _name_a_leak(got, scores, mask, expected, what):
     def gives(candidate):  # (a way that is right for these inputs is no mistake here)
         return np.allclose(got, candidate) and not np.allclose(candidate, expected)
 
+    with np.errstate(all="ignore"):
+        exps = np.exp(scores - scores.max(axis=-1, keepdims=True)) * mask  # the max over every key, blocked ones too
+        renormalised = np.nan_to_num(exps / exps.sum(axis=-1, keepdims=True))
+    empty = [int(i) for i in np.flatnonzero(~renormalised.any(axis=-1) & mask.any(axis=-1))]  # allowed keys, all 0
+    if empty and np.allclose(np.nan_to_num(got), renormalised) and not np.allclose(renormalised, expected):
+        listed = ", ".join(map(str, empty[:-1])) + (" and " if len(empty) > 1 else "") + str(empty[-1])
+        raise Mismatch(f"{what}: row{'s' if len(empty) > 1 else ''} {listed} came out all zeros. Your row max "
+                       "included the blocked keys, so where a blocked key's score is far above every allowed one, "
+                       "the allowed keys' exponentials, e^(s − max), underflowed to 0. Block the scores (−∞) before "
+                       "taking the max, so that the max is over the allowed keys only",
+                       "max-over-blocked")
     if gives(softmax(scores) * mask):
         sums = got.sum(axis=-1)
         raise Mismatch(f"{what}: the blocked keys got 0, but the rows no longer sum to 1 (row 0 sums to "
                        f"{float(sums[0]):.3g}): you masked the weights after the softmax, so the blocked keys' share "
                        "was thrown away instead of shared among the allowed keys. Block the scores before the "
                        "softmax", "after-softmax")
+    inverted = masked_softmax_loop(scores, ~mask)  # (T_q, T_k); zero where every key is allowed
+    rows = (~mask).any(axis=-1)  # the rows where the inverted mask allows something
+    if rows.any() and not np.allclose(inverted, expected) and np.allclose(got[rows], inverted[rows]):
+        raise Mismatch(f"{what}: your weights fall on exactly the keys the mask blocks, and the allowed keys get 0. "
+                       "In this workshop a mask's True means 'may attend' (some libraries use the opposite "
+                       "convention, True = blocked)", "true-means-blocked")
     if gives(softmax(np.where(mask, scores, 0.0))):
         raise Mismatch(f"{what}: the blocked keys got weights up to {float(np.abs(got[~mask]).max()):.3g}: you set "
                        "their scores to 0 (multiplying the scores by the mask does the same), an ordinary score "
                        "whose exponential is 1. A blocked score must be −∞, whose exponential is exactly 0",
                        "zero-fill")
-    row_softmax_mistakes(got, scores, what, mask=mask)  # wrong axis, whole matrix, NaN, rows not normalised
+    row_softmax_mistakes(got, scores, what, mask=mask)  # wrong axis, whole matrix, NaN, keepdims, rows not normalised
     if np.any(got[~mask] != 0):
         raise Mismatch(f"{what}: a blocked key got weight {float(np.abs(got[~mask]).max()):.3g}. Every key where "
                        "the mask is False must get exactly 0: its score becomes −∞ before the softmax",

@@ -3,8 +3,8 @@
 import numpy as np
 
 from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
-from helpers.checks._mistakes import same_numbers_other_order
-from helpers.checks._reference import masked_softmax_loop, multihead_loop
+from helpers.checks._mistakes import multihead_mistakes, none_mask_mistakes, same_numbers_other_order
+from helpers.checks._reference import multihead_loop
 
 
 def _is(got, candidate, expected):
@@ -51,12 +51,29 @@ def _is(got, candidate, expected):
                 X = X.reshape(*batch, T, d_model // n_heads, n_heads)
                 return np.moveaxis(X, -1, -3)
         """,
+        "last-two-axes": """
+            def split_heads_batched(X, n_heads):
+                *batch, T, d_model = X.shape
+                X = X.reshape(*batch, T, n_heads, d_model // n_heads)
+                return np.swapaxes(X, -2, -1)
+        """,
+        "heads-first": """
+            def split_heads_batched(X, n_heads):
+                return np.stack(np.split(X, n_heads, axis=-1))
+        """,
+        "leading-axes-merged": """
+            def split_heads_batched(X, n_heads):
+                *batch, T, d_model = X.shape
+                X = X.reshape(-1, T, n_heads, d_model // n_heads)
+                return np.swapaxes(X, -3, -2)
+        """,
     },
     forbid=("helpers.split_heads", "helpers.multihead.split_heads"),
 )
 def split_heads_batched(answer):
     rng = check_rng()
-    for shape, n_heads in (((6, 4), 2), ((2, 5, 12), 3), ((2, 3, 4, 8), 4), ((3, 6), 1)):
+    # one leading axis first, then two (where counting axes from the front goes wrong), then none
+    for shape, n_heads in (((2, 5, 12), 3), ((2, 3, 4, 8), 4), ((6, 4), 2), ((3, 6), 1)):
         X = rng.normal(size=shape)
         *batch, T, d_model = shape
         d_head = d_model // n_heads
@@ -73,11 +90,26 @@ def split_heads_batched(answer):
             raise Mismatch(f"{what} has shape {got.shape}, (..., T, h, d_head): each token's columns are cut into "
                            "heads, but the heads axis still comes after the tokens. Exchange the tokens axis and the "
                            "heads axis, to get (..., h, T, d_head)", "no-swap")
-        if by_token.ndim > 2 and _is(got, np.swapaxes(by_token, 1, 2), expected):
+        if _is(got, np.swapaxes(by_token, -2, -1), expected):
+            raise Mismatch(f"{what} has shape {got.shape}, (..., T, d_head, h): you exchanged the last two axes, the "
+                           "heads and d_head. The heads axis goes in front of the tokens: exchange the tokens axis and "
+                           "the heads axis (the third-last and the second-last), to get (..., h, T, d_head)",
+                           "last-two-axes")
+        if batch and _is(got, np.moveaxis(by_token, -2, 0), expected):
+            raise Mismatch(f"{what} has shape {got.shape}: the heads axis came first, in front of the leading axes "
+                           f"{tuple(batch)}. It goes just before the tokens, after every leading axis: (..., h, T, "
+                           "d_head)", "heads-first")
+        lost = got.shape[:-3] != tuple(batch) and got.shape[-3:] == expected.shape[-3:] and got.size == X.size
+        if lost and not np.iscomplexobj(got) and np.allclose(got.reshape(expected.shape), expected):
+            came_back = f"the leading axes {tuple(batch)} came back as" if batch else "X has no leading axes, yet got"
+            raise Mismatch(f"{what} has shape {got.shape}: the heads are right, but {came_back} {got.shape[:-3]}. "
+                           "Keep every leading axis as it is, whatever their number: (..., h, T, d_head)",
+                           "leading-axes-merged")
+        if len(batch) >= 2 and _is(got, np.swapaxes(by_token, 1, 2), expected):
             raise Mismatch(f"{what} has shape {got.shape}, expected {expected.shape}: you exchanged the second and "
                            "third axes counted from the front, which are the tokens and heads axes only when there is "
-                           f"exactly one leading axis, and this X has {len(batch) or 'no'} leading axes. Count from "
-                           "the end, the third-last and second-last, so it works for any number", "front-axes")
+                           f"exactly one leading axis, and this X has {len(batch)} leading axes. Count from the end, "
+                           "the third-last and second-last, so it works for any number", "front-axes")
         if not np.iscomplexobj(got):
             same_numbers_other_order(got, expected, what, "head i takes d_head neighbouring columns of each token "
                                      "(head 0 the first d_head columns, head 1 the next d_head), and the tokens keep "
@@ -122,12 +154,22 @@ def split_heads_batched(answer):
                 *batch, n_heads, T, d_head = H.shape
                 return np.moveaxis(H, -3, -1).reshape(*batch, T, n_heads * d_head)
         """,
+        "last-two-axes": """
+            def merge_heads_batched(H):
+                *batch, n_heads, T, d_head = H.shape
+                return np.swapaxes(H, -2, -1).reshape(*batch, T, n_heads * d_head)
+        """,
+        "first-axis": """
+            def merge_heads_batched(H):
+                return np.concatenate(H, axis=-1)
+        """,
     },
     forbid=("helpers.merge_heads", "helpers.multihead.merge_heads"),
 )
 def merge_heads_batched(answer):
     rng = check_rng()
-    for shape in ((2, 6, 2), (2, 3, 5, 4), (3, 4, 2, 2, 3), (1, 3, 6)):
+    # one leading axis first, then two (where counting axes from the front goes wrong), then none
+    for shape in ((2, 3, 5, 4), (3, 4, 2, 2, 3), (2, 6, 2), (1, 3, 6)):
         H = rng.normal(size=shape)
         *batch, n_heads, T, d_head = shape
         expected = np.concatenate([H[..., i, :, :] for i in range(n_heads)], axis=-1)
@@ -142,35 +184,30 @@ def merge_heads_batched(answer):
             raise Mismatch(f"{what} has shape {got.shape}, (..., T, h, d_head): the tokens are back in front of the "
                            f"heads, but each token still has its {n_heads} pieces on separate rows. Join the last two "
                            f"axes into one of width h·d_head = {n_heads * d_head}", "not-joined")
-        if _is(got, H.sum(axis=-3), expected):
-            raise Mismatch(f"{what} has shape {got.shape}, (..., T, d_head): you added the heads up. Merging puts "
-                           f"them side by side, (..., T, h·d_head) = (..., {T}, {n_heads * d_head}); the sum over "
-                           "heads appears only once the output projection has been applied", "heads-added")
-        if H.ndim > 2 and _is(got, np.swapaxes(H, 1, 2).reshape(*batch, T, n_heads * d_head), expected):
+        if _is(got, H.sum(axis=-3), expected) or _is(got, H.mean(axis=-3), expected):
+            raise Mismatch(f"{what} has shape {got.shape}, (..., T, d_head): you added the heads up (or averaged "
+                           f"them). Merging puts them side by side, (..., T, h·d_head) = (..., {T}, "
+                           f"{n_heads * d_head}); the sum over heads appears only once the output projection has been "
+                           "applied", "heads-added")
+        if _is(got, np.swapaxes(H, -2, -1).reshape(*batch, T, n_heads * d_head), expected):
+            raise Mismatch(f"{what}: you exchanged the last two axes, the tokens and d_head, before joining, so each "
+                           "row of your result holds numbers of several tokens. The axes to exchange are the heads "
+                           "and the tokens (the third-last and the second-last), which gives (..., T, h, d_head); "
+                           "then join the last two", "last-two-axes")
+        if batch and _is(got, np.concatenate(H, axis=-1), expected):
+            raise Mismatch(f"{what} has shape {got.shape}: you joined the pieces along the first axis, which is the "
+                           f"heads axis only when H has no leading axes; here it is a leading axis of size {shape[0]}. "
+                           "Join the heads, the third-last axis, side by side", "first-axis")
+        if len(batch) >= 2 and _is(got, np.swapaxes(H, 1, 2).reshape(*batch, T, n_heads * d_head), expected):
             raise Mismatch(f"{what}: you exchanged the second and third axes counted from the front, which are the "
                            "heads and tokens axes only when there is exactly one leading axis, and this H has "
-                           f"{len(batch) or 'no'} leading axes. Count from the end, the third-last and second-last, "
-                           "so it works for any number", "front-axes")
+                           f"{len(batch)} leading axes. Count from the end, the third-last and second-last, so it "
+                           "works for any number", "front-axes")
         if not np.iscomplexobj(got):
             same_numbers_other_order(got, expected, what, "each token's row holds head 0's d_head numbers, then head "
                                      "1's, and so on: whole heads side by side, the tokens in their order",
                                      "wrong-places")
         expect_close(got, expected, what)
-
-
-def _cross_attention_tokens_mixed(x, context, W_q, W_k, W_v, W_o, n_heads, mask, plain_merge):
-    """Cross-attention whose heads come from a plain reshape (T, d_model) -> (h, T, d_head): a common mistake.
-
-    plain_merge: merge with the plain reshape back too (else the right merge).
-    Shapes: x (T_q, d_model), context (T_k, d_model), mask (T_q, T_k) or None -> (T_q, d_model).
-    """
-    d_model = W_q.shape[1]
-    d_head = d_model // n_heads
-    Q, K, V = (M.reshape(n_heads, M.shape[0], d_head) for M in (x @ W_q, context @ W_k, context @ W_v))
-    allowed = np.ones((x.shape[0], context.shape[0]), bool) if mask is None else mask
-    heads = np.stack([masked_softmax_loop(Q[i] @ K[i].T / np.sqrt(d_head), allowed) @ V[i] for i in range(n_heads)])
-    merged = heads.reshape(x.shape[0], d_model) if plain_merge else np.concatenate(list(heads), axis=-1)
-    return merged @ W_o  # (T_q, d_model)
 
 
 _CROSS_SOLUTION = """
@@ -213,6 +250,18 @@ _CROSS_SOLUTION = """
         "tokens-mixed": edited(_CROSS_SOLUTION,   # a plain reshape to split, and its inverse to merge
             ("M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)", "M.reshape(n_heads, M.shape[0], d_head)"),
             ("heads.transpose(1, 0, 2).reshape(x.shape[0], -1)", "heads.reshape(x.shape[0], -1)")),
+        "mask-none": edited(_CROSS_SOLUTION,  # np.where on None: every score blocked
+                            ("if mask is not None:\n                scores = np.where", "scores = np.where")),
+        "queries-from-context": edited(_CROSS_SOLUTION,
+                                       ("split(x @ W_q), split(context @ W_k), split(context @ W_v)",
+                                        "split(context @ W_q), split(x @ W_k), split(x @ W_v)"),
+                                       (".reshape(x.shape[0], -1)", ".reshape(context.shape[0], -1)")),
+        "wrong-axis": edited(_CROSS_SOLUTION, ("max(axis=-1, keepdims=True)", "max(axis=-2, keepdims=True)"),
+                             ("sum(axis=-1, keepdims=True)", "sum(axis=-2, keepdims=True)")),
+        "scaled-by-d-head": edited(_CROSS_SOLUTION, ("/ np.sqrt(d_head)", "/ d_head")),
+        "one-head": edited(_CROSS_SOLUTION, ("M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)", "M[None]")),
+        "true-means-blocked": edited(_CROSS_SOLUTION, ("np.where(mask, scores, -np.inf)",
+                                                       "np.where(mask, -np.inf, scores)")),
     },
     forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention"),
 )
@@ -223,7 +272,6 @@ def multi_head_cross_attention(answer):
         x, context = rng.normal(size=(3, d_model)), rng.normal(size=(5, d_model))
         W_q, W_k, W_v, W_o = (rng.normal(size=(d_model, d_model)) for _ in range(4))
         weights = (x, context, W_q, W_k, W_v, W_o, n_heads)
-        d_head = d_model // n_heads
         masked = "a (3, 5) causal mask" if mask is not None else "no mask"
         what = (f"multi_head_cross_attention for x (3, {d_model}), context (5, {d_model}), n_heads={n_heads}, "
                 f"{masked}")
@@ -233,24 +281,11 @@ def multi_head_cross_attention(answer):
             raise Mismatch(f"{what}: your keys and values come from x, so this is self-attention. In cross-attention "
                            "only the queries come from x (3 tokens); the keys and values come from context (5 "
                            "tokens), so the weights are (h, 3, 5)", "keys-from-x")
-        if _is(got, multihead_loop(*weights, mask, project=False), expected):
-            raise Mismatch(f"{what}: you merged the heads but did not apply the output projection W_o "
-                           f"({d_model}, {d_model}); the layer's output is the merged heads times W_o",
-                           "no-output-projection")
-        if _is(got, multihead_loop(*weights, mask, scale=1 / np.sqrt(d_model)), expected):
-            raise Mismatch(f"{what}: each head's scores are divided by √d_model = √{d_model}. A head's queries and "
-                           f"keys have d_head = {d_head} entries, so divide by √d_head = √{d_head}",
-                           "scaled-by-d-model")
-        if _is(got, multihead_loop(*weights, mask, scale=1.0), expected):
-            raise Mismatch(f"{what}: the scores are not scaled; divide each head's scores by √d_head = √{d_head}, "
-                           "as in 04_scaling", "not-scaled")
-        if mask is not None and _is(got, multihead_loop(*weights), expected):
-            raise Mismatch(f"{what}: the mask is not applied, so each query also attends to the keys it must not "
-                           "see. Where the mask is False, the score becomes −∞ before the softmax", "mask-ignored")
-        for plain_merge in (True, False):
-            if _is(got, _cross_attention_tokens_mixed(*weights, mask, plain_merge), expected):
-                raise Mismatch(f"{what}: your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head) "
-                               "fills head 0 with the first tokens' numbers in memory order, so a head's rows are "
-                               "pieces of several tokens. Cut each token's columns into (h, d_head) first, then move "
-                               "the heads axis in front (your split of exercise 1)", "tokens-mixed")
+        if mask is None and _is(got, multihead_loop(context, x, *weights[2:]), expected):
+            raise Mismatch(f"{what} has shape {got.shape}, one row per token of context: your queries come from "
+                           "context and the keys and values from x. In cross-attention the queries come from x (3 "
+                           f"tokens), so the output has one row per token of x, (3, {d_model})", "queries-from-context")
+        multihead_mistakes(got, expected, weights, mask, what)  # scaling, heads, mask, softmax axis, W_o
+        if mask is None and not (got.shape == expected.shape and np.allclose(got, expected)):
+            none_mask_mistakes(answer, weights, got, expected, what)
         expect_close(got, expected, what)

@@ -20,13 +20,15 @@ def _small_layer(rng, d_model=12, n_heads=3):
     return _Layer.from_weights(*(rng.normal(0, 0.3, (d_model, d_model)) for _ in range(4)), n_heads, biases=biases)
 
 
-def _scores(X, attention, head, *, bias=True, scale=None, columns=True):
+def _scores(X, attention, head, *, bias=True, scale=None, columns=True, start=None):
     """One head's scores, every query against every key, computed a chosen (right or wrong) way.
 
+    start: the head's first column (None: head * d_head, the right one).
     Shapes: X (T, d_model) -> (T, T), rows are queries.
     """
     d_head = attention.d_model // attention.n_heads
-    cols = slice(head * d_head, (head + 1) * d_head) if columns else slice(None)
+    first = head * d_head if start is None else start
+    cols = slice(first, first + d_head) if columns else slice(None)
     Q = X @ attention.W_q[:, cols] + (attention.b_q[cols] if bias else 0)  # (T, d_head)
     K = X @ attention.W_k[:, cols] + (attention.b_k[cols] if bias else 0)  # (T, d_head)
     return Q @ K.T / np.sqrt(d_head if scale is None else scale)  # (T, T)
@@ -77,6 +79,13 @@ _FULL_MATRIX = """
         "unscaled": edited(_ROW_SOLUTION, (" / np.sqrt(d_head)", "")),
         "every-column": edited(_ROW_SOLUTION, ("cols = slice(head * d_head, (head + 1) * d_head)",
                                               "cols = slice(None)")),
+        "divided-by-d-head": edited(_ROW_SOLUTION, ("/ np.sqrt(d_head)", "/ d_head")),
+        "columns-from-head-number": edited(_ROW_SOLUTION, ("slice(head * d_head, (head + 1) * d_head)",
+                                                          "slice(head, head + d_head)")),
+        "whole-bias": edited(_ROW_SOLUTION, (" + attention.b_q[cols]", " + attention.b_q"),
+                             (" + attention.b_k[cols]", " + attention.b_k")),
+        "softmax-whole-matrix": edited(_FULL_MATRIX, ("scores.max(axis=-1, keepdims=True)", "scores.max()"),
+                                       ("e.sum(axis=-1, keepdims=True)", "e.sum()")),
         "no-softmax": edited(_ROW_SOLUTION, ("e = np.exp(scores - scores.max())\n        return e / e.sum()",
                                              "return scores")),
         "not-normalised": edited(_ROW_SOLUTION, ("e / e.sum()", "e")),
@@ -103,6 +112,14 @@ def attention_row(answer):
             raise Mismatch(f"{what}: you called the layer itself, which computes every head's weights for you; "
                            "compute this one row from the head's columns of W_q and W_k and their biases",
                            "called-the-layer") from None
+        except ValueError as exc:  # numpy could not add a (d_model,) bias to this head's (d_head,) numbers
+            text = str(exc).replace(" ", "")
+            if "broadcast" not in text or f"({attention.d_model},)" not in text:
+                raise
+            d_head = attention.d_model // attention.n_heads
+            raise Mismatch(f"{what}: your code added a whole bias, all d_model = {attention.d_model} numbers of b_q "
+                           f"or b_k, to this head's query or keys, which have d_head = {d_head}; take this head's "
+                           "slice of the bias, the same d_head positions as its columns of W", "whole-bias") from exc
         scores = _scores(X, attention, head)  # (T, T): this head's right scores
         weights = softmax(scores)  # (T, T): its weights, each row sums to 1
         if _same(got, weights):
@@ -117,6 +134,11 @@ def attention_row(answer):
         if _same(got, np.exp(scores[i] - scores[i].max())) or _same(got, np.exp(scores[i])):
             raise Mismatch(f"{what}: you took the exponential of the scores but did not divide by their sum over "
                            f"the keys, so your weights add up to {float(got.sum()):.3g}, not 1", "not-normalised")
+        exponentials = np.exp(scores - scores.max())  # (T, T)
+        if _same(got, (exponentials / exponentials.sum())[i]):
+            raise Mismatch(f"{what}: your softmax ran over the whole (T, T) matrix of scores at once, so row {i} "
+                           f"adds up to {float(got.sum()):.3g}, not 1; it runs along each row on its own, over the "
+                           "keys of one query", "softmax-whole-matrix")
         if _same(got, softmax(scores, axis=0)[i]):
             raise Mismatch(f"{what}: your softmax ran down each column of the (T, T) scores, over the queries, "
                            f"so the row does not sum to 1 (it sums to {float(got.sum()):.3g}); it runs along each "
@@ -133,6 +155,14 @@ def attention_row(answer):
         if _same(got, softmax(_scores(X, attention, head, scale=1)[i])):
             raise Mismatch(f"{what}: the scores are not scaled; divide them by √d_head before the softmax",
                            "unscaled")
+        d_head = attention.d_model // attention.n_heads
+        if _same(got, softmax(_scores(X, attention, head, scale=d_head**2)[i])):
+            raise Mismatch(f"{what}: you divided the scores by d_head = {d_head}; the scale is 1/√d_head, here "
+                           f"1/{np.sqrt(d_head):g}", "divided-by-d-head")
+        if head and _same(got, softmax(_scores(X, attention, head, start=head)[i])):
+            raise Mismatch(f"{what}: you took the d_head columns that start at column {head}, the head's number; "
+                           f"each head owns a block of d_head = {d_head} columns, so head {head}'s start at head × "
+                           f"d_head = {head * d_head}", "columns-from-head-number")
         if _same(got, softmax(_scores(X, attention, head, columns=False)[i])):
             raise Mismatch(f"{what}: you used every column of W_q and W_k; head {head} uses only its own d_head "
                            "columns", "every-column")
@@ -180,6 +210,11 @@ _EMBEDDING_SOLUTION = """
             def sentence_embedding(H, real):
                 pooled = (H * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)
                 return pooled / np.linalg.norm(pooled)
+        """,
+        "first-token": """
+            def sentence_embedding(H, real):
+                pooled = H[:, 0]  # [CLS], as a classifier would
+                return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)
         """,
         "averaged-sentences": """
             def sentence_embedding(H, real):
@@ -232,9 +267,15 @@ def sentence_embedding(answer):
                            f"{', '.join(f'{x:.2f}' for x in np.linalg.norm(mean, axis=-1))}); divide each row by "
                            "its own length", "not-normalised")
         if _same(got, total):
-            raise Mismatch(f"{what}: you added up the real tokens' vectors: that is the mean times the number of "
-                           "tokens, and not of length 1. The embedding is the mean, scaled to length 1",
+            raise Mismatch(f"{what}: you added up the real tokens' vectors and stopped there, so the rows are not "
+                           f"of length 1 (their lengths are "
+                           f"{', '.join(f'{x:.2f}' for x in np.linalg.norm(total, axis=-1))}); scale each row to "
+                           "length 1. Sum or mean does not matter then: the number of tokens divides away",
                            "sum-not-mean")
+        if _same(got, unit(H[:, 0])) or _same(got, H[:, 0]):
+            raise Mismatch(f"{what}: you took each sentence's first token (the model's [CLS]) as its embedding; "
+                           "this model's sentence embedding is the mean over all of the sentence's real tokens, "
+                           "scaled to length 1", "first-token")
         first = (unit(H) * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)
         if _same(got, unit(first)) or _same(got, first):
             raise Mismatch(f"{what}: you normalised each token before averaging; average first, then normalise "

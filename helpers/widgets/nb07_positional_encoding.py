@@ -10,7 +10,7 @@ from helpers.widgets._explorer import explorer, ipw, show_html
 
 __all__ = ["POSITION_MAX_OFFSET", "position_pair_summary", "position_explorer"]
 
-POSITION_MAX_OFFSET = 100  # the offset curve runs over k = 0..POSITION_MAX_OFFSET
+POSITION_MAX_OFFSET = 200  # the offset curve runs over k = 0..POSITION_MAX_OFFSET, every offset of the sliders
 _MAX_SHOWN_PAIRS = 8  # the encodings' table shows at most this many pairs of the band
 _ARROW = np.array([1.0, 0.0])  # the 2-D pair RoPE turns in the picture: it starts pointing right
 
@@ -58,16 +58,22 @@ def _curve_svg(values, marker, title, width=260, height=160):
 
 
 def _arrows_svg(arrows, labels, title, size=170):
-    """2-D vectors of length about 1 as SVG arrows from the centre, on a unit circle. -> str."""
+    """2-D vectors of length about 1 as SVG arrows from the centre, on a unit circle. -> str.
+
+    Two arrows that (nearly) coincide get their labels one above the other, where they would print over each other.
+    """
     c, r = size / 2, size / 2 - 35  # room for the labels outside the circle
     colors = ("#1f77b4", "#ff7f0e")
+    tips = np.asarray(arrows, dtype=float)  # (n, 2)
+    close = len(tips) == 2 and np.linalg.norm(tips[0] - tips[1]) < 0.5  # labels about 30 px wide, 70 px out
     parts = [f'<circle cx="{c}" cy="{c}" r="{r}" fill="none" stroke="#ddd"/>']
-    for (a, b), label, color in zip(arrows, labels, colors, strict=False):
+    for i, ((a, b), label, color) in enumerate(zip(tips, labels, colors, strict=False)):
         tip_x, tip_y = c + a * r, c - b * r  # SVG's y axis points down
+        at_a, at_b = tips.mean(axis=0) / max(np.linalg.norm(tips.mean(axis=0)), 1e-9) if close else (a, b)
+        text_x, text_y = c + at_a * (r + 20), c - at_b * (r + 20) + 4 + ((i - 0.5) * 13 if close else 0)
         parts.append(f'<line x1="{c}" y1="{c}" x2="{tip_x:.1f}" y2="{tip_y:.1f}" stroke="{color}" stroke-width="3"/>'
                      f'<circle cx="{tip_x:.1f}" cy="{tip_y:.1f}" r="4" fill="{color}"/>'
-                     f'<text x="{c + a * (r + 20):.1f}" y="{c - b * (r + 20) + 4:.1f}" fill="{color}" '
-                     f'text-anchor="middle">'
+                     f'<text x="{text_x:.1f}" y="{text_y:.1f}" fill="{color}" text-anchor="middle">'
                      f"{html.escape(label)}</text>")
     return (f'<div style="margin:4px 12px"><div style="font:bold 13px sans-serif">{html.escape(title)}</div>'
             f'<svg width="{size}" height="{size}" style="font:11px sans-serif">{"".join(parts)}</svg></div>')

@@ -10,7 +10,7 @@ from helpers import grammar, html_plots
 from helpers import tiny_model as tm
 from helpers.widgets._explorer import explorer, ipw, show_html
 
-__all__ = ["loss_curve_svg", "training_monitor", "explain_masked_word", "masked_word_explorer"]
+__all__ = ["loss_curve_svg", "training_monitor", "explain_masked_word", "typed_words", "masked_word_explorer"]
 
 COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
 MAX_WORDS = grammar.T_MAX  # the grammar's longest sentence; longer text is cut, so the rows fit the notebook's width
@@ -91,10 +91,25 @@ def explain_masked_word(words, position):
         return f"not a sentence of the grammar ({exc}); the model answers anyway", None
     fixer = grammar.determining_position(sentence, position)
     if fixer is None:
-        return f"the grammar allows several words here: {words[position]!r} is one of them", None
+        fits = _fitting_words(words, position)
+        if fits == [words[position]]:
+            return f"only {words[position]!r} fits here: its place in the sentence fixes it", None
+        return f"the grammar allows several words here: {', '.join(repr(w) for w in fits)}", None
     role = "verb" if position == sentence.verb else "subject"
     return (f"the grammar says {words[position]!r}: the {role} is fixed by {words[fixer]!r} "
             f"(word {fixer}, {abs(fixer - position)} away)"), fixer
+
+
+def _fitting_words(words, position):
+    """The words of the vocabulary that, put at `position`, make a sentence of the grammar."""
+    fits = []
+    for word in grammar.VOCAB[2:]:
+        try:
+            grammar.parse([*words[:position], word, *words[position + 1:]])
+            fits.append(word)
+        except ValueError:
+            pass
+    return fits
 
 
 def _sentence_words(text):
@@ -104,6 +119,15 @@ def _sentence_words(text):
     """
     words = (word.strip(string.punctuation) for word in text.lower().split())
     return [word for word in words if word]
+
+
+def typed_words(text):
+    """Typed text as the masked-word explorer reads it: lower case, no punctuation, the first 17 words at most.
+
+    Shapes: str -> list of at most grammar.T_MAX str ("The Cat meows." -> ["the", "cat", "meows"]).
+    Taught in 08_training_a_tiny_transformer.
+    """
+    return _sentence_words(text)[:MAX_WORDS]
 
 
 def _word_options(words):
@@ -134,29 +158,27 @@ def masked_word_explorer(params, config, sentences):
     refresh = []  # the explorer's redraw, known once it is built
 
     def new_sentence(change):  # runs before the redraw: new word choices, without a redraw of their own
-        words = _sentence_words(change["new"])[:MAX_WORDS]
+        words = typed_words(change["new"])
         controls["word"].unobserve(refresh[0], names="value")
         controls["word"].options = _word_options(words)  # none for empty text: no stale words to pick
         controls["word"].value = _default_word(words) if words else None
         controls["word"].observe(refresh[0], names="value")
 
     def draw(sentence, word):
-        words = _sentence_words(sentence)
+        n_typed, words = len(_sentence_words(sentence)), typed_words(sentence)
         if not words:
             show_html("<p>Type a sentence, in words of the grammar, and press Enter.</p>")
             return
+        notice = "" if n_typed <= MAX_WORDS else (
+            f"<p><b>Only the first {MAX_WORDS} of its {n_typed} words are used</b>, as many as the grammar's longest "
+            "sentence.</p>")
         unknown = list(dict.fromkeys(w for w in words if w not in grammar.VOCAB[2:]))  # each once, in order
         if unknown:
             named = ", ".join(repr(w) for w in unknown[:MAX_UNKNOWN])
             more = f" and {len(unknown) - MAX_UNKNOWN} more" if len(unknown) > MAX_UNKNOWN else ""
-            show_html(f"<p>Unknown words: {html.escape(named, quote=False)}{more}. Use words of the grammar: "
+            show_html(f"{notice}<p>Unknown words: {html.escape(named, quote=False)}{more}. Use words of the grammar: "
                       f"{html.escape(', '.join(grammar.VOCAB[2:]))}.</p>")
             return
-        notice = ""
-        if len(words) > MAX_WORDS:
-            notice = (f"<p><b>Only the first {MAX_WORDS} of its {len(words)} words are used</b>, as many as the "
-                      "grammar's longest sentence.</p>")
-            words = words[:MAX_WORDS]
         position = min(word or 0, len(words) - 1)
         probabilities, weights = tm.predict(params, config, words, position)
         top = np.argsort(probabilities)[::-1][:5]

@@ -13,6 +13,7 @@ from helpers.widgets._explorer import explorer, ipw, show_html
 __all__ = ["lines_svg", "attention_explorer"]
 
 MAX_TOKENS = 40  # a longer sentence is cut, and the explorer says so
+PUBLISHED_LIMIT = 256  # wordpieces: sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 
 
 def lines_svg(weights, labels, heads, *, min_weight=0.05, row_height=18):
@@ -73,11 +74,13 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
 
     def draw(sentence, layer, head, view, hide_special):
         controls["head"].disabled = view == "whole layer"  # the whole layer draws every head
-        try:
-            tokens, weights = run(sentence)
-        except ValueError as exc:  # longer than the model's 512 positions
-            show_html(f"<p>{html.escape(str(exc))}</p>")
+        n_tokens, rows = len(model.tokenizer.encode(sentence).ids), model.position_embeddings.shape[0]
+        if n_tokens > rows:  # the model could not run it: there is no position vector past the table's last row
+            show_html(f"<p>This text has {n_tokens} wordpieces. The model's position table has {rows} rows, so no "
+                      f"text may be longer than {rows} wordpieces (and the library the model was published "
+                      f"for, sentence-transformers, cuts its input at {PUBLISHED_LIMIT}). Type a shorter text.</p>")
             return
+        tokens, weights = run(sentence)
         note = ""
         if len(tokens) > MAX_TOKENS:
             note = f"<p>This sentence has {len(tokens)} tokens: the picture shows the first {MAX_TOKENS}.</p>"

@@ -28,11 +28,12 @@ def _mib_text(n_bytes):
 
 
 def _tiles_summary(T, block_size, grid):
-    """One line: how many tiles, their size (a block larger than T makes one T × T tile), and what was done to each."""
+    """One line: how many tiles, their size (a block of T or more makes one T × T tile), and what was done to each."""
     side = min(block_size, T)
     n = grid.size
     counts = ", ".join(f"{count} {name}" for name, count in tile_counts(grid).items())
-    note = f" (the block size, {block_size}, is larger than T: one tile holds every score)" if block_size > T else ""
+    note = (f" (a block of {block_size} covers all {T} tokens: one tile holds every score, so tiling saves no memory)"
+            if block_size >= T else "")
     return f"<b>{n} tile{'s' if n != 1 else ''} of {side}×{side}</b>{note}: {counts}"
 
 
@@ -81,9 +82,12 @@ def tiled_attention_explorer(T=1024, block_size=256, causal=True, d=64):
     def draw(T, block_size, causal):
         seconds, peak = measure_tiled(T, block_size, causal, d)
         grid = block_grid(T, T, block_size, causal)
+        short = block_size < T and T * T * 4 / 2**20 < peak  # the (T, d) buffers weigh more than the scores would
+        note = ("; at this length the (T, d) copies of K and V and the output weigh more than the scores, so "
+                "tiling pays off only on longer texts" if short else "")
         show_html(f"<div>{_tiles_summary(T, block_size, grid)}<br>"
                   f"tiled attention: {seconds * 1e3:.1f} ms, peak {peak:.2f} MiB of new buffers "
-                  f"(the naive ({T}, {T}) float32 scores alone: {_mib_text(T * T * 4)})</div>"
+                  f"(the naive ({T}, {T}) float32 scores alone: {_mib_text(T * T * 4)}){note}</div>"
                   + block_grid_html(grid, cell_px=max(4, min(24, 320 // grid.shape[0]))))
 
     return explorer(controls, draw)

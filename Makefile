@@ -27,7 +27,7 @@ help:
 	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel, save outputs, tidy"
 	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
 	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
-	@echo "make api-docs - write docs/helpers-api.md from the helpers' docstrings"
+	@echo "make api-docs - write docs/helpers-api.md and docs/exercise-feedback.md from the helpers themselves"
 	@echo "make new-notebook NN=11 NAME=cross_attention [MINUTES=40] - scaffold a notebook (docs/adding-a-notebook.md)"
 	@echo "make remove-notebook NN=11 NAME=cross_attention [FORCE=1] - remove what the scaffold made"
 	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
@@ -97,19 +97,22 @@ times: $(TEST_STAMP)
 # docs/helpers-api.md from the helpers' docstrings (tests/test_api_reference.py fails when it is stale)
 api-docs: $(LAB_STAMP)
 	$(BIN)/python tools/api_reference.py
+	$(BIN)/python tools/feedback_table.py
 
 # A new notebook with its checks/ and widgets/ modules, its test file and its README row, executed
 # as `make execute` does (tools/new_notebook.py; docs/adding-a-notebook.md). It never overwrites;
 # remove-notebook deletes exactly what it made, and refuses files edited since unless FORCE=1.
 .PHONY: new-notebook remove-notebook
-# Both rewrite docs/helpers-api.md, which lists every exercise and explorer.
+# Both rewrite docs/helpers-api.md and docs/exercise-feedback.md, which list every exercise (and explorer).
 new-notebook: $(LAB_STAMP)
 	$(BIN)/python tools/new_notebook.py create "$(NN)" "$(NAME)" $(if $(MINUTES),--minutes "$(MINUTES)",)
 	$(BIN)/python tools/api_reference.py
+	$(BIN)/python tools/feedback_table.py
 
 remove-notebook: $(LAB_STAMP)
 	$(BIN)/python tools/new_notebook.py remove "$(NN)" "$(NAME)" $(if $(FORCE),--force,)
 	$(BIN)/python tools/api_reference.py
+	$(BIN)/python tools/feedback_table.py
 
 clean:
 	rm -rf $(VENV) $(CLASS_DIR)

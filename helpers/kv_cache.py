@@ -72,6 +72,26 @@ class KVCache:
         self._v[..., self.length : self.length + t, :] = v
         self.length += t
 
+    @property
+    def capacity(self):
+        """Tokens the storage has room for (at least len(self): it grows by doubling)."""
+        return 0 if self._k is None else self._k.shape[-2]
+
+    def keep_last(self, n):
+        """Forget all but the newest n tokens, and keep room for one more.
+
+        A sliding window: 11 writes on past its context with keep_last(window - 1) after each word, so that
+        the storage never holds more than `window` tokens, whatever the length of the prompt.
+        """
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+            raise ValueError(f"n must be an int >= 0, got {n!r}")
+        if self.length > n:
+            k, v = self._k[..., self.length - n : self.length, :], self._v[..., self.length - n : self.length, :]
+            self._k = self._v = None
+            self.length = 0
+            self._grow(n + 1, k, v)  # fresh storage for the n kept and the next one: a long prompt's is let go
+            self.append(k, v)
+
     def _grow(self, capacity, k, v):
         new_k = np.empty(k.shape[:-2] + (capacity, k.shape[-1]), k.dtype)
         new_v = np.empty(v.shape[:-2] + (capacity, v.shape[-1]), v.dtype)

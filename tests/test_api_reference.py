@@ -52,6 +52,15 @@ def test_the_committed_page_is_what_the_tool_writes_now():
     assert committed == api_reference.generate(), "docs/helpers-api.md is out of date: run tools/api_reference.py"
 
 
+def test_the_committed_feedback_page_is_what_its_tool_writes_now():
+    spec = importlib.util.spec_from_file_location("feedback_table", ROOT / "tools" / "feedback_table.py")
+    feedback_table = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(feedback_table)
+    committed = feedback_table.PAGE.read_text(encoding="utf-8")
+    assert committed == feedback_table.generate(), "docs/exercise-feedback.md is out of date: run make api-docs"
+    assert "(named `" not in committed  # every registered wrong answer is named by its own code
+
+
 def test_a_new_helper_makes_the_page_out_of_date(monkeypatch, capsys):
     def window_mask(T, width):
         """Query i may see the keys i - width .. i.

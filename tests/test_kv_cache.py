@@ -97,3 +97,32 @@ def test_cached_self_attention_names_x_new_when_its_width_is_wrong():
     layer = MultiHeadAttention(6, 2, rng=0)
     with pytest.raises(ValueError, match=r"x_new must have shape \(\.\.\., T, d_model=6\), got \(3, 8\)"):
         cached_self_attention(layer, np.ones((3, 8)), KVCache())
+
+
+def test_keep_last_forgets_the_oldest_tokens_and_keeps_appending(rng):
+    cache = KVCache()
+    k, v = rng.normal(size=(2, 9, 4)), rng.normal(size=(2, 9, 3))  # (batch, T, d_k), (batch, T, d_v)
+    cache.append(k[:, :6], v[:, :6])
+    cache.keep_last(4)
+    assert len(cache) == 4 and np.array_equal(cache.keys, k[:, 2:6]) and np.array_equal(cache.values, v[:, 2:6])
+    assert cache.capacity == 5  # room for the kept tokens and the next one, not more
+    cache.append(k[:, 6:], v[:, 6:])  # appending after a cut writes after the kept rows
+    assert len(cache) == 7 and np.array_equal(cache.keys, k[:, 2:]) and np.array_equal(cache.values, v[:, 2:])
+    assert cache.nbytes == k[:, 2:].nbytes + v[:, 2:].nbytes
+    cache.keep_last(10)  # more than it holds: nothing changes
+    assert len(cache) == 7
+    cache.keep_last(0)
+    assert len(cache) == 0 and cache.keys.shape == (2, 0, 4)
+    with pytest.raises(ValueError, match="n must be an int >= 0"):
+        cache.keep_last(-1)
+
+
+def test_keep_last_lets_a_long_prompts_storage_go(rng):
+    cache = KVCache()
+    k, v = rng.normal(size=(40, 4)), rng.normal(size=(40, 3))  # a long prompt, appended at once
+    cache.append(k, v)
+    assert cache.capacity >= 40
+    cache.keep_last(7)  # a sliding window of 8: the 7 latest, and room for the next token
+    assert cache.capacity == 8 and np.array_equal(cache.keys, k[-7:]) and np.array_equal(cache.values, v[-7:])
+    cache.append(k[:1], v[:1])
+    assert cache.capacity == 8 and len(cache) == 8 and np.array_equal(cache.keys[-1], k[0])

@@ -177,6 +177,21 @@ def test_multihead_attention_matches_the_contract():
     assert list(inspect.signature(helpers.MultiHeadAttention.__call__).parameters) == ["self", "x", "context", "mask"]
 
 
+def test_tiny_gpt_matches_the_contract():
+    from helpers import grammar, tiny_gpt
+
+    assert isinstance(tiny_gpt.VOCAB, tuple) and "." in tiny_gpt.VOCAB
+    assert set(grammar.VOCAB) - {grammar.PAD, grammar.MASK} <= set(tiny_gpt.VOCAB)
+    assert list(inspect.signature(tiny_gpt.train_default).parameters)[:1] == ["seed"]
+    assert inspect.signature(tiny_gpt.train_default).parameters["seed"].default == 0
+    assert list(inspect.signature(tiny_gpt.forward).parameters)[:3] == ["params", "config", "ids"]
+    params = inspect.signature(tiny_gpt.generate).parameters
+    assert list(params)[:4] == ["params", "config", "prompt", "n_new"]
+    assert {name: params[name].default for name in ("temperature", "top_k", "rng", "cache")} == {
+        "temperature": 1.0, "top_k": None, "rng": None, "cache": True}
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ("temperature", "top_k", "rng", "cache"))
+
+
 def test_a_too_old_numpy_gets_a_clear_message_with_the_fix():
     import subprocess
     import sys

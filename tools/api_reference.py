@@ -44,6 +44,10 @@ CONTRACT = [  # (module, [the name imported, then the contract methods of the ob
     ("helpers.positional", ["apply_rotary"]),
     ("helpers.pretrained", ["load_minilm", "MiniLM.tokenize", "MiniLM.encode", "MiniLM.hidden_states",
                             "MiniLM.attentions"]),
+    ("helpers.tiny_gpt", ["VOCAB"]),
+    ("helpers.tiny_gpt", ["train_default"]),
+    ("helpers.tiny_gpt", ["forward"]),
+    ("helpers.tiny_gpt", ["generate"]),
 ]
 
 NOTEBOOK = r"\b\d\d_[a-z_]+[a-z]"  # 03_queries_keys_values (the pattern tests/test_repository.py reads)
@@ -238,6 +242,13 @@ def notebook_cell(e):
 def contract_block(module_name, names):
     """A contract name (and the contract methods of what it makes) as a code block of their docstrings."""
     module = importlib.import_module(module_name)
+    if not callable(getattr(module, names[0])):  # a constant: its value, and the module that teaches it
+        value = getattr(module, names[0])
+        taught, _ = notebooks_of(module.__doc__)
+        shown = ", ".join(repr(v) for v in value[:6]) + (", ..." if len(value) > 6 else "")
+        return [f"- `from {module_name} import {names[0]}`" + (f" — taught in {', '.join(taught)}" if taught else ""),
+                "", "  ```text", f"  {names[0]} = ({shown})", f"      a {type(value).__name__} of "
+                f"{len(value)} {type(value[0]).__name__}", "  ```", ""]
     taught, _ = notebooks_of(own_doc(getattr(module, names[0])))
     lines = [f"- `from {module_name} import {names[0]}`" + (f" — taught in {', '.join(taught)}" if taught else ""),
              "", "  ```text"]

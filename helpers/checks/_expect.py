@@ -92,4 +92,5 @@ def expect_equal(got, expected, what):
         raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}", "not-boolean")
     if not np.array_equal(arr, expected):
         where = tuple(int(i) for i in np.argwhere(arr != expected)[0])
-        raise Mismatch(f"{what} differs at index {where}: got {arr[where]}, expected {expected[where]}", "wrong-values")
+        raise Mismatch(f"{what} differs{f' at index {where}' if where else ''}: got {arr[where]}, "
+                       f"expected {expected[where]}", "wrong-values")  # a single number has no index to name

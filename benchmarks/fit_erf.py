@@ -9,12 +9,8 @@ then gives the error of the float32 evaluation against math.erf, which is what t
 """
 
 import math
-import sys
-from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 CLIP = 3.9
 CHOSEN = (6, 5)
@@ -38,7 +34,7 @@ def fit(m, n, clip=CLIP, n_points=4000, iterations=60):
         A = np.hstack([u[:, None] ** np.arange(m + 1), -f[:, None] * u[:, None] ** np.arange(1, n + 1)])
         scale = weights / (f * q_previous)
         c, *_ = np.linalg.lstsq(A * scale[:, None], f * scale, rcond=None)
-        p, q = c[: m + 1], np.concatenate([[1.0], c[m + 1:]])
+        p, q = c[: m + 1], np.concatenate([[1.0], c[m + 1 :]])
         q_previous = np.polynomial.polynomial.polyval(u, q)
         error = np.polynomial.polynomial.polyval(u, p) / q_previous / f - 1
         if step > 5:  # Lawson: weigh up the points where the error is largest, towards the minimax fit
@@ -57,8 +53,10 @@ def float32_error(p, q, x):
 
 def main():
     x = np.linspace(-8, 8, 400_001)
-    print(f"erf(x) = x P(x^2)/Q(x^2) on |x| <= {CLIP}; float32 rounding of erf alone is "
-          f"{np.abs(exact_erf(x).astype(np.float32) - exact_erf(x)).max():.1e}")
+    print(
+        f"erf(x) = x P(x^2)/Q(x^2) on |x| <= {CLIP}; float32 rounding of erf alone is "
+        f"{np.abs(exact_erf(x).astype(np.float32) - exact_erf(x)).max():.1e}"
+    )
     print(f"{'deg P':>5} {'deg Q':>5} {'fit rel. error':>15} {'float32 max abs error':>22}")
     for m, n in [(4, 4), (5, 4), (5, 5), (6, 4), (6, 5), (7, 5)]:
         p, q, error = fit(m, n)

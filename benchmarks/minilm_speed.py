@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT))  # also runs from a venv with torch, where helpers is not installed
 
 SENTENCES = [
     "Attention is a novel idea.",
@@ -62,15 +62,15 @@ SENTENCES = [
 ]
 
 
-
-
 def equal_length_sentences(n=32):
     """n different sentences of one token count each (no padding): "The red cat saw the old bridge."."""
     adjectives = ["red", "old", "small", "happy", "quiet", "green", "young", "dark"]
     nouns = ["cat", "dog", "man", "child", "bird", "horse", "farmer", "teacher"]
     places = ["bridge", "house", "river", "garden", "church", "market", "school", "forest"]
-    return [f"The {adjectives[i % 8]} {nouns[(i // 8 + i) % 8]} saw the {adjectives[(i + 3) % 8]} {places[i // 4 % 8]}."
-            for i in range(n)]
+    return [
+        f"The {adjectives[i % 8]} {nouns[(i // 8 + i) % 8]} saw the {adjectives[(i + 3) % 8]} {places[i // 4 % 8]}."
+        for i in range(n)
+    ]
 
 
 def numpy_encoder():
@@ -155,8 +155,10 @@ def compare(name, sentences, ours, theirs, repeats):
         if values:
             median = np.median(values)
             shown = f"{ratio:13.2f}" if model == "numpy" and theirs is not None else ""
-            print(f"{name:<28} {model:<6} {median * 1e3:>10.1f} {min(values) * 1e3:>8.1f} "
-                  f"{len(sentences) / median:>12.0f} {shown}")
+            print(
+                f"{name:<28} {model:<6} {median * 1e3:>10.1f} {min(values) * 1e3:>8.1f} "
+                f"{len(sentences) / median:>12.0f} {shown}"
+            )
     return ratio
 
 
@@ -173,15 +175,16 @@ def main():
     print(f"numpy {np.__version__}; {about or 'torch not installed'}; float32")
     for name, sentences in batches.items():
         lengths = [len(e.ids) for e in load_tokenizer().encode_batch(sentences)]
-        print(f"{name}: {len(sentences)} sentences, {min(lengths)}-{max(lengths)} tokens, "
-              f"{sum(lengths) / (len(lengths) * max(lengths)):.0%} of the padded batch is real tokens")
+        print(
+            f"{name}: {len(sentences)} sentences, {min(lengths)}-{max(lengths)} tokens, "
+            f"{sum(lengths) / (len(lengths) * max(lengths)):.0%} of the padded batch is real tokens"
+        )
         ours(sentences)  # warm up
         if theirs is not None:
             theirs(sentences)
             gap = np.abs(ours(sentences) - theirs(sentences)).max()
             print(f"    largest |numpy - torch| over the sentence embeddings: {gap:.1e}")
-    print(f"\n{'batch':<28} {'model':<6} {'median ms':>10} {'best ms':>8} {'sentences/s':>12} "
-          f"{'numpy/torch':>13}")
+    print(f"\n{'batch':<28} {'model':<6} {'median ms':>10} {'best ms':>8} {'sentences/s':>12} {'numpy/torch':>13}")
     for name, sentences in batches.items():
         compare(name, sentences, ours, theirs, args.repeats)
     if theirs is not None:

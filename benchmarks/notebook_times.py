@@ -44,16 +44,20 @@ def time_notebook(path, attempts=3):
     """
     for attempt in range(1, attempts + 1):
         nb = nbformat.read(path, as_version=4)
-        client = TimedClient(nb, timeout=TIMEOUT, kernel_name="python3",
-                             resources={"metadata": {"path": str(path.parent)}})
+        client = TimedClient(
+            nb, timeout=TIMEOUT, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+        )
         start = time.perf_counter()
         client.execute()
         total = time.perf_counter() - start
         slowest, index = max(client.cell_seconds)
         if slowest < TIMEOUT - 1:
             return total, slowest, index
-        print(f"{path.name}: cell #{index} waited the whole {TIMEOUT} s timeout (a stall of nbclient's, "
-              f"not the notebook's time); run {attempt} of {attempts}", file=sys.stderr)
+        print(
+            f"{path.name}: cell #{index} waited the whole {TIMEOUT} s timeout (a stall of nbclient's, "
+            f"not the notebook's time); run {attempt} of {attempts}",
+            file=sys.stderr,
+        )
     return total, slowest, index
 
 

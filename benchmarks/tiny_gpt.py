@@ -22,8 +22,8 @@ import numpy as np
 
 from helpers import next_word as nw
 from helpers import tiny_gpt as tg
+from helpers.losses import softmax_cross_entropy
 from helpers.threads import blas_single_thread
-from helpers.training import softmax_cross_entropy
 
 VARIANTS = {
     "2 layers, pre-LN": tg.Config(),
@@ -54,8 +54,10 @@ def cache_speedup(params, config, n_new=200):
 
 
 def seeds_table(seeds, steps):
-    print(f"{'seed':>4}{'train s':>9}{'loss':>7}{'held-out':>9}{'bigram':>8}   {'shape+agrees':>12}{'+distinct':>10}"
-          f"{'bigram':>8}{'untrained':>10}   {'agreement':>9}{'cache x':>8}")
+    print(
+        f"{'seed':>4}{'train s':>9}{'loss':>7}{'held-out':>9}{'bigram':>8}   {'shape+agrees':>12}{'+distinct':>10}"
+        f"{'bigram':>8}{'untrained':>10}   {'agreement':>9}{'cache x':>8}"
+    )
     rows = []
     for seed in range(seeds):
         losses = []
@@ -75,18 +77,35 @@ def seeds_table(seeds, steps):
         agreement = nw.verb_agreement(model, test, tg.WORD_ID["."], tg.WORD_ID)
         with blas_single_thread():
             speedup = cache_speedup(params, config)
-        row = (seconds, np.mean(losses[-100:]), model_loss, bigram_loss, report["agrees"], report["grammatical"],
-               bigram_report["agrees"], untrained["agrees"], agreement, speedup)
+        row = (
+            seconds,
+            np.mean(losses[-100:]),
+            model_loss,
+            bigram_loss,
+            report["agrees"],
+            report["grammatical"],
+            bigram_report["agrees"],
+            untrained["agrees"],
+            agreement,
+            speedup,
+        )
         rows.append(row)
-        print(f"{seed:>4}{row[0]:>9.1f}{row[1]:>7.3f}{row[2]:>9.3f}{row[3]:>8.3f}   {row[4]:>12.3f}{row[5]:>10.3f}"
-              f"{row[6]:>8.3f}{row[7]:>10.3f}   {row[8]:>9.3f}{row[9]:>8.1f}", flush=True)
+        print(
+            f"{seed:>4}{row[0]:>9.1f}{row[1]:>7.3f}{row[2]:>9.3f}{row[3]:>8.3f}   {row[4]:>12.3f}{row[5]:>10.3f}"
+            f"{row[6]:>8.3f}{row[7]:>10.3f}   {row[8]:>9.3f}{row[9]:>8.1f}",
+            flush=True,
+        )
     v = np.array(rows)
-    print(f"mean{v[:, 0].mean():>9.1f}{v[:, 1].mean():>7.3f}{v[:, 2].mean():>9.3f}{v[:, 3].mean():>8.3f}   "
-          f"{v[:, 4].mean():>12.3f}{v[:, 5].mean():>10.3f}{v[:, 6].mean():>8.3f}{v[:, 7].mean():>10.3f}   "
-          f"{v[:, 8].mean():>9.3f}{v[:, 9].mean():>8.1f}")
-    print(f"min {v[:, 0].min():>9.1f}{v[:, 1].min():>7.3f}{v[:, 2].min():>9.3f}{v[:, 3].min():>8.3f}   "
-          f"{v[:, 4].min():>12.3f}{v[:, 5].min():>10.3f}{v[:, 6].min():>8.3f}{v[:, 7].min():>10.3f}   "
-          f"{v[:, 8].min():>9.3f}{v[:, 9].min():>8.1f}")
+    print(
+        f"mean{v[:, 0].mean():>9.1f}{v[:, 1].mean():>7.3f}{v[:, 2].mean():>9.3f}{v[:, 3].mean():>8.3f}   "
+        f"{v[:, 4].mean():>12.3f}{v[:, 5].mean():>10.3f}{v[:, 6].mean():>8.3f}{v[:, 7].mean():>10.3f}   "
+        f"{v[:, 8].mean():>9.3f}{v[:, 9].mean():>8.1f}"
+    )
+    print(
+        f"min {v[:, 0].min():>9.1f}{v[:, 1].min():>7.3f}{v[:, 2].min():>9.3f}{v[:, 3].min():>8.3f}   "
+        f"{v[:, 4].min():>12.3f}{v[:, 5].min():>10.3f}{v[:, 6].min():>8.3f}{v[:, 7].min():>10.3f}   "
+        f"{v[:, 8].min():>9.3f}{v[:, 9].min():>8.1f}"
+    )
     return rows
 
 
@@ -107,8 +126,10 @@ def first_block_gradient(params, config, ids):
 
 
 def parts_table(seeds, steps):
-    print(f"{'variant':<32}{'seed':>5}{'loss':>8}{'held-out':>9}{'agrees':>8}{'|grad| first block: start':>27}"
-          f"{'end':>8}{'spread of the last output: start':>34}{'end':>8}")
+    print(
+        f"{'variant':<32}{'seed':>5}{'loss':>8}{'held-out':>9}{'agrees':>8}{'|grad| first block: start':>27}"
+        f"{'end':>8}{'spread of the last output: start':>34}{'end':>8}"
+    )
     for name, config in VARIANTS.items():
         results = []
         for seed in range(seeds):
@@ -118,17 +139,22 @@ def parts_table(seeds, steps):
             train_ids = tg.stream(train)
             probe = tg.random_windows(train_ids, config.context + 1, 32, np.random.default_rng(100 + seed))
             g_start, s_start = first_block_gradient(params, config, probe)
-            losses = tg.train(params, config, train_ids, steps=steps, rng=rng)
+            losses = tg.train_next_word(params, config, train_ids, steps=steps, rng=rng)
             g_end, s_end = first_block_gradient(params, config, probe)
             held = nw.held_out_loss(functools.partial(tg.forward, params, config), tg.stream(test), config.context)
             agrees = written(params, config, seed)["agrees"]
             results.append((np.mean(losses[-100:]), held, agrees, g_start, g_end, s_start, s_end))
-            print(f"{name:<32}{seed:>5}{results[-1][0]:>8.3f}{held:>9.3f}{agrees:>8.3f}{g_start:>27.3f}"
-                  f"{g_end:>8.3f}{s_start:>34.3f}{s_end:>8.3f}", flush=True)
+            print(
+                f"{name:<32}{seed:>5}{results[-1][0]:>8.3f}{held:>9.3f}{agrees:>8.3f}{g_start:>27.3f}"
+                f"{g_end:>8.3f}{s_start:>34.3f}{s_end:>8.3f}",
+                flush=True,
+            )
         v = np.array(results)
-        print(f"{name:<32}{'mean':>5}{v[:, 0].mean():>8.3f}{v[:, 1].mean():>9.3f}{v[:, 2].mean():>8.3f}"
-              f"{v[:, 3].mean():>27.3f}{v[:, 4].mean():>8.3f}{v[:, 5].mean():>34.3f}{v[:, 6].mean():>8.3f}\n",
-              flush=True)
+        print(
+            f"{name:<32}{'mean':>5}{v[:, 0].mean():>8.3f}{v[:, 1].mean():>9.3f}{v[:, 2].mean():>8.3f}"
+            f"{v[:, 3].mean():>27.3f}{v[:, 4].mean():>8.3f}{v[:, 5].mean():>34.3f}{v[:, 6].mean():>8.3f}\n",
+            flush=True,
+        )
 
 
 def main():

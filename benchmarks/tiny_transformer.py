@@ -26,8 +26,12 @@ from helpers import grammar
 from helpers import tiny_model as tm
 
 MODELS = {"full": tm.Config(), "no attention": tm.Config(attention=False), "no positions": tm.Config(positions=False)}
-PARTS = {"attention only": tm.Config(), "+ LayerNorm": tm.Config(layer_norm=True),
-         "+ feed-forward": tm.Config(feed_forward=True), "+ both": tm.Config(layer_norm=True, feed_forward=True)}
+PARTS = {
+    "attention only": tm.Config(),
+    "+ LayerNorm": tm.Config(layer_norm=True),
+    "+ feed-forward": tm.Config(feed_forward=True),
+    "+ both": tm.Config(layer_norm=True, feed_forward=True),
+}
 RESIDUAL = {"with residual": tm.Config(), "without": tm.Config(residual=False)}
 
 
@@ -36,7 +40,7 @@ def run(config, train, test, seed, steps):
     and every head's share."""
     params = tm.init_params(config, rng=seed)
     start = time.perf_counter()
-    tm.train(params, config, train, steps=steps, rng=seed)
+    tm.train_masked_word(params, config, train, steps=steps, rng=seed)
     seconds = time.perf_counter() - start
     accuracy, predictions, weights = tm.evaluate_verbs(params, config, test)
     targets = np.array([grammar.WORD_ID[s.words[s.verb]] for s in test])
@@ -48,8 +52,9 @@ def run(config, train, test, seed, steps):
     subjects = np.array([s.subject for s in test])
     on_top = (weights.argmax(axis=-1) == subjects[:, None]).mean(axis=0)  # (h,): largest weight on the subject
     best = int(shares.argmax())
-    return (accuracy, accuracy_hard, float(shares[best]), float(on_top[best]), seconds), " ".join(f"{v:.2f}"
-                                                                                              for v in shares)
+    return (accuracy, accuracy_hard, float(shares[best]), float(on_top[best]), seconds), " ".join(
+        f"{v:.2f}" for v in shares
+    )
 
 
 def measure(models, seeds, n_train=2000, n_test=500, steps=400, report=None):
@@ -62,8 +67,9 @@ def measure(models, seeds, n_train=2000, n_test=500, steps=400, report=None):
     rows, expected = {name: [] for name in models}, []
     for seed in range(seeds):
         train, test = grammar.make_corpus(n_train, n_test, rng=seed)
-        expected.append((grammar.order_free_ceiling(test), grammar.order_free_ceiling([s for s in test
-                                                                                      if s.attractors])))
+        expected.append(
+            (grammar.order_free_ceiling(test), grammar.order_free_ceiling([s for s in test if s.attractors]))
+        )
         for name, config in models.items():
             row, heads = run(config, train, test, seed, steps)
             rows[name].append(row)
@@ -74,21 +80,27 @@ def measure(models, seeds, n_train=2000, n_test=500, steps=400, report=None):
 
 def table(models, seeds, n_train, n_test, steps):
     """Print one line per seed and model, then the means; return the rows and each seed's expected levels."""
-    print(f"{'seed':>4}  {'model':<15}{'held-out':>9}{'w/ other noun':>14}{'subject share':>14}"
-          f"{'top is subject':>15}{'train s':>9}   each head's share")
+    print(
+        f"{'seed':>4}  {'model':<15}{'held-out':>9}{'w/ other noun':>14}{'subject share':>14}"
+        f"{'top is subject':>15}{'train s':>9}   each head's share"
+    )
 
     def report(seed, name, row, heads):
-        print(f"{seed:>4}  {name:<15}{row[0]:>9.3f}{row[1]:>14.3f}{row[2]:>14.2f}{row[3]:>15.2f}{row[4]:>9.2f}"
-              f"   {heads}", flush=True)
+        print(
+            f"{seed:>4}  {name:<15}{row[0]:>9.3f}{row[1]:>14.3f}{row[2]:>14.2f}{row[3]:>15.2f}{row[4]:>9.2f}   {heads}",
+            flush=True,
+        )
 
     rows, expected = measure(models, seeds, n_train, n_test, steps, report)
     print("\nmean over seeds")
     base = np.mean([r[4] for r in next(iter(rows.values()))])
     for name, values in rows.items():
         v = np.array(values)
-        print(f"      {name:<15}{v[:, 0].mean():>9.3f}{v[:, 1].mean():>14.3f}{v[:, 2].mean():>14.2f}"
-              f"{v[:, 3].mean():>15.2f}{v[:, 4].mean():>9.2f}   accuracy min {v[:, 0].min():.3f}, "
-              f"time x{v[:, 4].mean() / base:.2f}")
+        print(
+            f"      {name:<15}{v[:, 0].mean():>9.3f}{v[:, 1].mean():>14.3f}{v[:, 2].mean():>14.2f}"
+            f"{v[:, 3].mean():>15.2f}{v[:, 4].mean():>9.2f}   accuracy min {v[:, 0].min():.3f}, "
+            f"time x{v[:, 4].mean() / base:.2f}"
+        )
     return rows, expected
 
 
@@ -102,15 +114,21 @@ def main():
     which.add_argument("--parts", action="store_true", help="compare LayerNorm and feed-forward variants instead")
     which.add_argument("--residual", action="store_true", help="compare the model with and without its residual")
     args = parser.parse_args()
-    print(f"{args.train} training and {args.test} held-out sentences, {args.steps} steps of "
-          f"{tm.train.__kwdefaults__['batch_size']} sentences\n")
+    print(
+        f"{args.train} training and {args.test} held-out sentences, {args.steps} steps of "
+        f"{tm.train_masked_word.__kwdefaults__['batch_size']} sentences\n"
+    )
     models = PARTS if args.parts else RESIDUAL if args.residual else MODELS
     _, expected = table(models, args.seeds, args.train, args.test, args.steps)
     if models is MODELS:
-        print("\nexpected on average without word order, the mean of 1/k over each seed's held-out set (all / with "
-              "another noun): " + ", ".join(f"seed {seed} {a:.3f} / {b:.3f}" for seed, (a, b) in enumerate(expected)))
-        print(f"expected from the position alone: {grammar.position_only_ceiling():.3f} (1 in 8 subjects). Both are "
-              "averages over draws of sentences: a model can land slightly above them on a finite held-out set")
+        print(
+            "\nexpected on average without word order, the mean of 1/k over each seed's held-out set (all / with "
+            "another noun): " + ", ".join(f"seed {seed} {a:.3f} / {b:.3f}" for seed, (a, b) in enumerate(expected))
+        )
+        print(
+            f"expected from the position alone: {grammar.position_only_ceiling():.3f} (1 in 8 subjects). Both are "
+            "averages over draws of sentences: a model can land slightly above them on a finite held-out set"
+        )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ def time_updates(box, moves):
 
 def measure_here():
     """Runs inside the kernel: print the table."""
-    rows = [(name, time_updates(box, moves * (1 if name.startswith("word") else 3)))
-            for name, box, moves in explorers()]
+    rows = [
+        (name, time_updates(box, moves * (1 if name.startswith("word") else 3))) for name, box, moves in explorers()
+    ]
     width = max(len(name) for name, _ in rows)
     print(f"{'explorer':<{width}}  {'median ms':>9}  {'slowest ms':>10}  {'median / budget':>15}")
     for name, seconds in rows:

@@ -22,7 +22,7 @@ def repository_url(pyproject_text):
     # a regex, not tomllib: Python 3.10 has no tomllib
     match = re.search(r'^\[project\.urls\][^\[]*?^Repository\s*=\s*"([^"]+)"', pyproject_text, re.M | re.S)
     if not match:
-        raise ValueError("pyproject.toml has no Repository = \"...\" under [project.urls]")
+        raise ValueError('pyproject.toml has no Repository = "..." under [project.urls]')
     return match.group(1)
 
 

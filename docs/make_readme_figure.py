@@ -25,8 +25,14 @@ X = unit_rows(embeddings.vectors(sentence)) * 1.6  # (T, 384): unit rows, a litt
 _, weights = scaled_dot_product_attention(X, X, X, mask=causal_mask(len(tokens)), scale=1.0)
 
 fig, (left, right) = plt.subplots(1, 2, figsize=(9, 3.6), gridspec_kw={"width_ratios": [1.4, 1]})
-heatmap(np.where(causal_mask(len(tokens)), weights, np.nan), tokens, tokens, ax=left,
-        title="attention weights (rows: queries)", colorbar=False)
+heatmap(
+    np.where(causal_mask(len(tokens)), weights, np.nan),
+    tokens,
+    tokens,
+    ax=left,
+    title="attention weights (rows: queries)",
+    colorbar=False,
+)
 token_lines(weights, tokens, ax=right, title="the same weights as lines")
 fig.tight_layout()
 out = Path(__file__).with_name("attention.png")

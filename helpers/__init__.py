@@ -20,13 +20,7 @@ if _version_tuple(_np.__version__) < _version_tuple(MIN_NUMPY):
         f'Upgrade it with:  %pip install -U "numpy>={MIN_NUMPY}"  in a notebook cell, then restart the kernel.'
     )
 
-from helpers.attention import (  # noqa: E402
-    attention_backward,
-    entropy,
-    scaled_dot_product_attention,
-    softmax,
-    softmax_backward,
-)
+from helpers.attention import attention_backward, entropy, scaled_dot_product_attention, softmax, softmax_backward  # noqa: E402
 from helpers.masking import causal_mask, padding_mask  # noqa: E402
 from helpers.multihead import MultiHeadAttention, merge_heads, split_heads  # noqa: E402
 from helpers.positional import sinusoidal_positional_encoding  # noqa: E402

@@ -44,10 +44,17 @@ def place_labels(ax, points, labels, colors, fontsize=8):
         pad = _GAP * scale  # keep a gap between neighbouring labels
         box, radius = _best_box(xy[i], extent.width + pad, extent.height, scale, placed, np.delete(dots, i, axis=0))
         far = radius > _RADII[1]  # pushed away from its dot: draw a thin line back to it
-        texts[i] = ax.annotate(labels[i], points[i], xytext=((box[0] - xy[i, 0]) / scale, (box[1] - xy[i, 1]) / scale),
-                               textcoords="offset points", ha="left", va="bottom", fontsize=fontsize, color=colors[i],
-                               arrowprops={"arrowstyle": "-", "color": colors[i], "lw": 0.5, "shrinkA": 1,
-                                           "shrinkB": 2} if far else None)
+        texts[i] = ax.annotate(
+            labels[i],
+            points[i],
+            xytext=((box[0] - xy[i, 0]) / scale, (box[1] - xy[i, 1]) / scale),
+            textcoords="offset points",
+            ha="left",
+            va="bottom",
+            fontsize=fontsize,
+            color=colors[i],
+            arrowprops={"arrowstyle": "-", "color": colors[i], "lw": 0.5, "shrinkA": 1, "shrinkB": 2} if far else None,
+        )
         placed.append(box)
     return texts
 

@@ -29,8 +29,9 @@ def bool_array(mask, name):
     except ValueError:  # a ragged list of lists
         raise ValueError(f"{name} must be a rectangular boolean array, got a ragged {type(mask).__name__}") from None
     if arr.dtype != bool:
-        raise TypeError(f"{name} must be a boolean array (True = may attend), got dtype {arr.dtype} "
-                        f"with shape {arr.shape}")
+        raise TypeError(
+            f"{name} must be a boolean array (True = may attend), got dtype {arr.dtype} with shape {arr.shape}"
+        )
     return arr
 
 
@@ -42,8 +43,7 @@ def as_bool_mask(mask, name, target_shape):
     target_shape = tuple(target_shape)
     if arr.ndim > len(target_shape):
         raise ValueError(
-            f"{name} with shape {arr.shape} has more dimensions than the scores' shape "
-            f"{target_shape} (..., T_q, T_k)"
+            f"{name} with shape {arr.shape} has more dimensions than the scores' shape {target_shape} (..., T_q, T_k)"
         )
     try:
         joint = np.broadcast_shapes(arr.shape, target_shape)
@@ -52,19 +52,27 @@ def as_bool_mask(mask, name, target_shape):
     # the mask must fit the scores as they are: it may not add batch items they do not have
     if joint != target_shape:
         raise ValueError(
-            f"{name} with shape {arr.shape} does not broadcast to the scores' shape "
-            f"{target_shape} (..., T_q, T_k)"
+            f"{name} with shape {arr.shape} does not broadcast to the scores' shape {target_shape} (..., T_q, T_k)"
         )
     return arr
 
 
+def int_at_least(value, name, minimum):
+    """Return `value` as an int if it is an integer >= `minimum`, else raise naming `name`.
+
+    A bool or a float is a TypeError (3.0 is not a count); a smaller integer is a ValueError.
+    """
+    wanted = "a positive int" if minimum == 1 else f"an int >= {minimum}"
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be {wanted}, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be {wanted}, got {value}")
+    return int(value)
+
+
 def positive_int(value, name):
     """Return `value` as an int if it is a positive integer, else raise naming `name`."""
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be a positive int, got {type(value).__name__} {value!r}")
-    if value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value}")
-    return int(value)
+    return int_at_least(value, name, 1)
 
 
 def check_axis(axis, arr, name):

@@ -57,8 +57,7 @@ def softmax_backward(d_weights, weights, axis=-1):
     weights = as_float_array(weights, "weights")
     if d_weights.shape != weights.shape:
         raise ValueError(
-            f"d_weights has shape {d_weights.shape} but weights has shape {weights.shape}; "
-            "they must match"
+            f"d_weights has shape {d_weights.shape} but weights has shape {weights.shape}; they must match"
         )
     axis = check_axis(axis, weights, "weights")
     inner = np.sum(d_weights * weights, axis=axis, keepdims=True)
@@ -67,14 +66,19 @@ def softmax_backward(d_weights, weights, axis=-1):
 
 def _prepare(q, k, v, scale):
     """Validate q, k, v and the scale; return them in one common float dtype, scale 1/sqrt(d_k) by default."""
-    q, k, v = _check_qkv(q, k, v)
+    q, k, v = check_qkv(q, k, v)
     dtype = np.result_type(q, k, v)
     q, k, v = q.astype(dtype, copy=False), k.astype(dtype, copy=False), v.astype(dtype, copy=False)
     return q, k, v, _check_scale(scale, q.shape[-1], dtype)
 
 
-def _check_qkv(q, k, v):
-    """Validate q, k, v for attention and return them as float arrays."""
+def check_qkv(q, k, v):
+    """Validate q, k, v for attention and return them as float arrays (each keeps its own dtype).
+
+    Shapes: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v), batch axes broadcastable;
+            anything else raises a ValueError that names the shapes.
+    Used in 03_queries_keys_values and 10_efficient_attention (every attention helper checks its inputs with it).
+    """
     q = as_float_array(q, "q", min_ndim=2)
     k = as_float_array(k, "k", min_ndim=2)
     v = as_float_array(v, "v", min_ndim=2)
@@ -91,9 +95,7 @@ def _check_qkv(q, k, v):
     try:
         np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except ValueError:
-        raise ValueError(
-            f"the batch axes of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast"
-        ) from None
+        raise ValueError(f"the batch axes of q {q.shape}, k {k.shape} and v {v.shape} do not broadcast") from None
     return q, k, v
 
 
@@ -167,5 +169,8 @@ def attention_backward(d_out, q, k, v, mask=None, scale=None):
     dq = d_scores @ k  # (..., T_q, T_k) @ (..., T_k, d_k) -> (..., T_q, d_k)
     dk = np.swapaxes(d_scores, -1, -2) @ q  # (..., T_k, T_q) @ (..., T_q, d_k) -> (..., T_k, d_k)
     dv = np.swapaxes(weights, -1, -2) @ d_out  # (..., T_k, T_q) @ (..., T_q, d_v) -> (..., T_k, d_v)
-    return (_sum_to_shape(dq, q.shape).astype(q.dtype), _sum_to_shape(dk, k.shape).astype(q.dtype),
-            _sum_to_shape(dv, v.shape).astype(q.dtype))
+    return (
+        _sum_to_shape(dq, q.shape).astype(q.dtype),
+        _sum_to_shape(dk, k.shape).astype(q.dtype),
+        _sum_to_shape(dv, v.shape).astype(q.dtype),
+    )

@@ -1,6 +1,7 @@
 """Word vectors: cosine similarity, similarity matrices, the real token-embedding table.
 
-Taught in 01_embeddings (cosine, the embedding table) and 02_similarity_matrix.
+The similarity matrix comes in 02_similarity_matrix.
+Taught in 01_embeddings (cosine, the embedding table).
 """
 
 import functools
@@ -9,12 +10,21 @@ import numpy as np
 
 from helpers._validate import as_float_array
 
+__all__ = [
+    "cosine_similarity",
+    "unit_rows",
+    "similarity_matrix",
+    "nearest",
+    "pca_2d",
+    "TokenEmbeddings",
+    "load_token_embeddings",
+]
+
 
 def cosine_similarity(a, b):
     """cos(a, b) = a.b / (|a| |b|) along the last axis; 0 where either vector is zero.
 
     Shapes: a (..., d), b (..., d) -> (...), broadcast over the leading axes.
-    Taught in 01_embeddings.
     """
     a = as_float_array(a, "a")
     b = as_float_array(b, "b")
@@ -46,12 +56,31 @@ def similarity_matrix(X, cosine=False):
     return X @ X.T  # (T, d) @ (d, T) -> (T, T)
 
 
+def nearest(vector, vectors, labels, k=5):
+    """The k labels whose vectors have the highest cosine with `vector`, best first.
+
+    Shapes: vector (d,), vectors (m, d), labels m strings -> a list of k (label, cosine).
+    Taught in 01_embeddings (TokenEmbeddings.nearest searches the whole table); used in
+    09_attention_in_a_real_model.
+    """
+    vectors = as_float_array(vectors, "vectors", min_ndim=2)
+    if len(labels) != len(vectors):
+        raise ValueError(f"got {len(labels)} labels for {len(vectors)} vectors (shape {vectors.shape})")
+    cosines = unit_rows(vectors) @ unit_rows(as_float_array(vector, "vector"))  # (m, d) @ (d,) -> (m,)
+    return _best(cosines, labels, k)
+
+
+def _best(cosines, labels, k):
+    """The k highest cosines with their labels, best first; a tie goes to the earlier row, -inf marks a row to skip."""
+    top = np.argsort(-cosines, kind="stable")[:k]
+    return [(labels[i], float(cosines[i])) for i in top]
+
+
 def pca_2d(X):
     """Project the rows of X onto their two main directions (PCA through numpy's SVD).
 
     Shapes: X (n, d) with n >= 2, d >= 2 -> (n, 2).
     SVD's signs are arbitrary, so each axis is flipped to make its largest |coordinate| positive.
-    Taught in 01_embeddings.
     """
     X = as_float_array(X, "X", min_ndim=2)
     if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 2:
@@ -68,7 +97,6 @@ class TokenEmbeddings:
 
     These are the vectors the model starts from, before any attention layer: one fixed
     vector per wordpiece, whatever its context. Use load_token_embeddings() to get one.
-    Taught in 01_embeddings.
     """
 
     SPECIAL = ("[CLS]", "[SEP]", "[PAD]", "[UNK]", "[MASK]")
@@ -117,7 +145,7 @@ class TokenEmbeddings:
     def nearest(self, query, k=10, exclude_query=True):
         """The k tokens whose vectors have the highest cosine with `query` (a word or a vector).
 
-        Returns a list of (token, cosine), best first; special and [unused] tokens are skipped.
+        Returns a list of (token, cosine), best first (a tie: the lower id); special and [unused] tokens are skipped.
         """
         vec = self.vector(query) if isinstance(query, str) else as_float_array(query, "query")
         if vec.shape != (self.table.shape[1],):
@@ -126,9 +154,7 @@ class TokenEmbeddings:
         cosines = np.where(self._hidden, -np.inf, cosines)
         if exclude_query and isinstance(query, str):
             cosines[self.ids(query)] = -np.inf
-        top = np.argpartition(-cosines, k)[:k]
-        top = top[np.argsort(-cosines[top], kind="stable")]
-        return [(self.vocab[i], float(cosines[i])) for i in top]
+        return _best(cosines, self.vocab, k)  # nearest()'s ranking, on a table already made of unit rows
 
 
 def load_token_embeddings(dtype=np.float32):
@@ -137,7 +163,6 @@ def load_token_embeddings(dtype=np.float32):
     float32 is how the model stores it; float64 gives the same digits on every machine in long sums.
     A clear error with the install command if the weights package is missing.
     Shapes: .table (30522, 384).
-    Taught in 01_embeddings.
     """
     dtype = np.dtype(dtype)
     if dtype.kind != "f":

@@ -84,8 +84,7 @@ def check_widget_frontend():
     try:
         widgets_major = version_tuple(importlib.metadata.version("ipywidgets"))[0]
     except importlib.metadata.PackageNotFoundError:
-        return Check("widget front end", False, "-", "ipywidgets first",
-                     pip_line("ipywidgets>=7.7,<9", flags=""))
+        return Check("widget front end", False, "-", "ipywidgets first", pip_line("ipywidgets>=7.7,<9", flags=""))
     needed = {8: "3", 7: "1"}.get(widgets_major, "?")
     try:
         found = importlib.metadata.version("jupyterlab_widgets")
@@ -93,8 +92,10 @@ def check_widget_frontend():
         found = "missing"
     ok = found != "missing" and found.split(".")[0] == needed
     fix = "" if ok else pip_line(f"jupyterlab_widgets=={needed}.*", flags="")
-    then = ("stop JupyterLab (Ctrl+C where `make lab` runs), start it again and reload the page; "
-            'until then a widget shows "Error displaying widget: model not found"')
+    then = (
+        "stop JupyterLab (Ctrl+C where `make lab` runs), start it again and reload the page; "
+        'until then a widget shows "Error displaying widget: model not found"'
+    )
     return Check("jupyterlab_widgets", ok, found, f"{needed}.x for ipywidgets {widgets_major}", fix, then)
 
 
@@ -115,8 +116,9 @@ def run_all(colab=None):
     """Every check, in the order 00_setup_check shows them."""
     colab = "google.colab" in sys.modules if colab is None else colab
     checks = [check_python()]
-    checks += [check_package(name, minimum) for name, minimum in REQUIREMENTS.items()
-               if not (colab and name in LEFT_TO_COLAB)]
+    checks += [
+        check_package(name, minimum) for name, minimum in REQUIREMENTS.items() if not (colab and name in LEFT_TO_COLAB)
+    ]
     if not colab:
         checks.append(check_widget_frontend())
     checks.append(check_weights())
@@ -129,9 +131,11 @@ def report(checks):
         print(check.line())
     failed = [c for c in checks if not c.ok]
     if failed:
-        print("\nTo fix: run each %pip line below in a new notebook cell (%pip installs into this kernel's\n"
-              "Python; a bare pip in a terminal may install into another), do what follows it, and run\n"
-              "this notebook again.")
+        print(
+            "\nTo fix: run each %pip line below in a new notebook cell (%pip installs into this kernel's\n"
+            "Python; a bare pip in a terminal may install into another), do what follows it, and run\n"
+            "this notebook again."
+        )
         for check in failed:
             print(f"- {check.name}:")
             if check.fix:

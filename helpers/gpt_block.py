@@ -12,7 +12,19 @@ from helpers._validate import as_float_array, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention
 from helpers.multihead import merge_heads, split_heads
 from helpers.positional import apply_rotary
-from helpers.transformer import LN_EPS, layer_norm, layer_norm_backward, linear_backward
+from helpers.transformer import linear_backward, named_layer_norm, named_layer_norm_backward
+
+__all__ = [
+    "NORMS",
+    "window_mask",
+    "causal_self_attention",
+    "causal_self_attention_backward",
+    "relu",
+    "feed_forward",
+    "feed_forward_backward",
+    "block",
+    "block_backward",
+]
 
 NORMS = ("pre", "post")
 
@@ -22,7 +34,6 @@ def window_mask(T, window, T_q=None):
 
     Shapes: -> (T_q, T) bool, the queries being the last T_q of the T positions (default T_q = T).
     Math: query at position i may see key j iff i - window < j <= i. With T <= window it is causal_mask(T).
-    Taught in 11_tiny_gpt.
     """
     T, window = positive_int(T, "T"), positive_int(window, "window")
     T_q = T if T_q is None else positive_int(T_q, "T_q")
@@ -65,7 +76,6 @@ def causal_self_attention(params, X, n_heads, *, window, start=0, kv_cache=None)
     Shapes: X (B, T, d_model), W_q, W_k, W_v, W_o (d_model, d_model)
             -> delta (B, T, d_model), weights (B, n_heads, T, T_k), T_k = T or the words in the cache.
     Math: head_i = softmax(R(Q_i) R(K_i)^T / sqrt(d_head) + causal mask) V_i;  delta = [head_1 ... head_h] W_o.
-    Taught in 11_tiny_gpt.
     """
     saved = _attend(params, X, n_heads, window, start, kv_cache)
     return saved["delta"], saved["weights"]
@@ -93,24 +103,24 @@ def causal_self_attention_backward(d_delta, params, X, n_heads, *, window, start
     saved: what the forward pass kept (block passes it); None recomputes it from X.
     Shapes: d_delta (B, T, d_model), X (B, T, d_model) -> d_X (B, T, d_model), grads {W_*: (d_model, d_model)}.
     Math: as 08's self_attention_backward, plus the rotation's backward: turning back by -angle (R^T = R^-1).
-    Taught in 11_tiny_gpt.
     """
     saved = _attend(params, X, n_heads, window, start) if saved is None else saved
     X, Q, K, V, mask = (saved[name] for name in ("X", "Q", "K", "V", "mask"))
     positions = start + np.arange(X.shape[1])
     grads = {}
-    d_merged, grads["W_o"], _ = _linear_backward(d_delta, merge_heads(saved["heads"]), params["W_o"])  # (B, T, d)
+    merged = merge_heads(saved["heads"])  # (B, h, T, d_head) -> (B, T, d)
+    d_merged, grads["W_o"], _ = linear_backward(d_delta, merged, params["W_o"], flatten=True)  # (B, T, d)
     dQ, dK, dV = attention_backward(split_heads(d_merged, n_heads), Q, K, V, mask=mask)  # (B, h, T, d_head)
     dQ, dK = apply_rotary(dQ, -positions), apply_rotary(dK, -positions)  # back through the rotation
     d_X = np.zeros_like(X)
     for name, d_head_out in (("W_q", dQ), ("W_k", dK), ("W_v", dV)):
-        d_X_part, grads[name], _ = _linear_backward(merge_heads(d_head_out), X, params[name])  # (B, T, d)
+        d_X_part, grads[name], _ = linear_backward(merge_heads(d_head_out), X, params[name], flatten=True)  # (B, T, d)
         d_X += d_X_part  # X feeds Q, K and V: its gradient is the sum of the three paths
     return d_X, grads
 
 
 def relu(x):
-    """max(x, 0), element by element. Shapes: (...) -> (...). Taught in 11_tiny_gpt."""
+    """max(x, 0), element by element. Shapes: (...) -> (...)."""
     return np.maximum(x, 0)
 
 
@@ -120,16 +130,9 @@ def feed_forward(params, x):
     The original Transformer's ReLU, the cheapest: GPT-2 and BERT use GELU (08, 09), a smooth ReLU whose exact
     form needs erf, which numpy lacks (with math.erf a training step of 11's model takes about four times as long).
     Shapes: x (B, T, d) -> (B, T, d), and the hidden pre-activation a (B, T, d_ff).
-    Taught in 11_tiny_gpt.
     """
     a = x @ params["W_1"] + params["b_1"]  # (B, T, d) @ (d, d_ff) -> (B, T, d_ff)
     return relu(a) @ params["W_2"] + params["b_2"], a  # (B, T, d_ff) @ (d_ff, d) -> (B, T, d)
-
-
-def _linear_backward(d_out, x, W):
-    """08's linear_backward on every word of the batch at once: (B, T, n) as one (B*T, n) matrix."""
-    d_x, d_W, d_b = linear_backward(d_out.reshape(-1, d_out.shape[-1]), x.reshape(-1, x.shape[-1]), W)
-    return d_x.reshape(x.shape), d_W, d_b
 
 
 def feed_forward_backward(d_out, params, x, a):
@@ -137,21 +140,11 @@ def feed_forward_backward(d_out, params, x, a):
 
     Shapes: d_out (B, T, d), x (B, T, d), a (B, T, d_ff) -> d_x (B, T, d), grads.
     Math: ReLU passes the gradient where a > 0 and stops it elsewhere.
-    Taught in 11_tiny_gpt.
     """
     grads = {}
-    d_h, grads["W_2"], grads["b_2"] = _linear_backward(d_out, relu(a), params["W_2"])  # (B, T, d_ff)
-    d_x, grads["W_1"], grads["b_1"] = _linear_backward(d_h * (a > 0), x, params["W_1"])  # (B, T, d)
+    d_h, grads["W_2"], grads["b_2"] = linear_backward(d_out, relu(a), params["W_2"], flatten=True)  # (B, T, d_ff)
+    d_x, grads["W_1"], grads["b_1"] = linear_backward(d_h * (a > 0), x, params["W_1"], flatten=True)  # (B, T, d)
     return d_x, grads
-
-
-def _norm(params, name, x):
-    return layer_norm(x, params[f"{name}_gamma"], params[f"{name}_beta"], LN_EPS)
-
-
-def _norm_backward(d_out, params, name, x, grads):
-    d_x, grads[f"{name}_gamma"], grads[f"{name}_beta"] = layer_norm_backward(d_out, x, params[f"{name}_gamma"])
-    return d_x
 
 
 def block(params, x, n_heads, *, window, start=0, norm="pre", residual=True, kv_cache=None):
@@ -163,38 +156,37 @@ def block(params, x, n_heads, *, window, start=0, norm="pre", residual=True, kv_
     kv_cache: the layer's KVCache when x holds only the newest words (generation); see causal_self_attention.
     Shapes: x (B, T, d_model) -> x2 (B, T, d_model), cache (what block_backward needs; cache["weights"]
             (B, n_heads, T, T)).
-    Taught in 11_tiny_gpt.
     """
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
     keep = 1.0 if residual else 0.0
     cache = {"x": x}
-    h = _norm(params, "ln1", x) if norm == "pre" else x  # what the attention reads
+    h = named_layer_norm(params, "ln1", x) if norm == "pre" else x  # what the attention reads
     cache["attention"] = _attend(params, h, n_heads, window, start, kv_cache)
     delta, cache["weights"] = cache["attention"]["delta"], cache["attention"]["weights"]
     s1 = keep * x + delta  # (B, T, d)
-    x1 = s1 if norm == "pre" else _norm(params, "ln1", s1)
-    u = _norm(params, "ln2", x1) if norm == "pre" else x1  # what the feed-forward reads
+    x1 = s1 if norm == "pre" else named_layer_norm(params, "ln1", s1)
+    u = named_layer_norm(params, "ln2", x1) if norm == "pre" else x1  # what the feed-forward reads
     f, cache["a"] = feed_forward(params, u)
     s2 = keep * x1 + f
     cache.update(h=h, s1=s1, x1=x1, u=u, s2=s2)
-    return (s2 if norm == "pre" else _norm(params, "ln2", s2)), cache
+    return (s2 if norm == "pre" else named_layer_norm(params, "ln2", s2)), cache
 
 
 def block_backward(d_out, params, cache, n_heads, *, window, start=0, norm="pre", residual=True):
     """Gradients of block's output w.r.t. its input x and its parameters, in reverse order of block.
 
     Shapes: d_out (B, T, d_model) -> d_x (B, T, d_model), grads {name: like params[name]}.
-    Taught in 11_tiny_gpt.
     """
     keep, grads = (1.0 if residual else 0.0), {}
-    d_s2 = d_out if norm == "pre" else _norm_backward(d_out, params, "ln2", cache["s2"], grads)
+    d_s2 = d_out if norm == "pre" else named_layer_norm_backward(d_out, params, "ln2", cache["s2"], grads)
     d_u, ff_grads = feed_forward_backward(d_s2, params, cache["u"], cache["a"])
     grads.update(ff_grads)
-    d_x1 = keep * d_s2 + (_norm_backward(d_u, params, "ln2", cache["x1"], grads) if norm == "pre" else d_u)
-    d_s1 = d_x1 if norm == "pre" else _norm_backward(d_x1, params, "ln1", cache["s1"], grads)
-    d_h, attention_grads = causal_self_attention_backward(d_s1, params, cache["h"], n_heads, window=window,
-                                                          start=start, saved=cache["attention"])
+    d_x1 = keep * d_s2 + (named_layer_norm_backward(d_u, params, "ln2", cache["x1"], grads) if norm == "pre" else d_u)
+    d_s1 = d_x1 if norm == "pre" else named_layer_norm_backward(d_x1, params, "ln1", cache["s1"], grads)
+    d_h, attention_grads = causal_self_attention_backward(
+        d_s1, params, cache["h"], n_heads, window=window, start=start, saved=cache["attention"]
+    )
     grads.update(attention_grads)
-    d_x = keep * d_s1 + (_norm_backward(d_h, params, "ln1", cache["x"], grads) if norm == "pre" else d_h)
+    d_x = keep * d_s1 + (named_layer_norm_backward(d_h, params, "ln1", cache["x"], grads) if norm == "pre" else d_h)
     return d_x, grads

@@ -19,8 +19,16 @@ import numpy as np
 from helpers._validate import as_rng, positive_int
 
 PAD, MASK = "[PAD]", "[MASK]"
-VERB_OF = {"cat": "meows", "cats": "meow", "dog": "barks", "dogs": "bark",
-           "bird": "sings", "birds": "sing", "cow": "moos", "cows": "moo"}
+VERB_OF = {
+    "cat": "meows",
+    "cats": "meow",
+    "dog": "barks",
+    "dogs": "bark",
+    "bird": "sings",
+    "birds": "sing",
+    "cow": "moos",
+    "cows": "moo",
+}
 NOUNS = tuple(VERB_OF)
 VERBS = tuple(VERB_OF.values())
 ADJECTIVES = ("big", "small", "old", "young")
@@ -45,7 +53,6 @@ def random_sentence(rng=None):
     """One sentence of the grammar, drawn at random.
 
     Shapes: -> Sentence(words tuple of 3..17 str, subject int, verb int, attractors tuple of int).
-    Taught in 08_training_a_tiny_transformer.
     """
     rng = as_rng(rng)
     n_before = rng.choice(MAX_PHRASES_BEFORE + 1, p=[0.3, 0.4, 0.3])  # phrases between subject and verb
@@ -80,7 +87,6 @@ def parse(words):
     """Read a sentence of the grammar (a string or a list of words) and say where its subject and verb are.
 
     Shapes: -> Sentence; a ValueError says where the words leave the grammar.
-    Taught in 08_training_a_tiny_transformer.
     """
     words = tuple(words.split() if isinstance(words, str) else words)
     i = 1 if words[:1] and words[0] in OPENINGS else 0
@@ -92,19 +98,23 @@ def parse(words):
         i += 1
     verb = i
     if i >= len(words) or words[i] != VERB_OF[words[subject]]:
-        raise ValueError(f"expected the verb {VERB_OF[words[subject]]!r} (it agrees with {words[subject]!r}) at "
-                         f"word {i} of {' '.join(words)!r}")
+        raise ValueError(
+            f"expected the verb {VERB_OF[words[subject]]!r} (it agrees with {words[subject]!r}) at "
+            f"word {i} of {' '.join(words)!r}"
+        )
     if i + 1 < len(words):
         if words[i + 1] not in PREPOSITIONS:
-            raise ValueError(f"expected a preposition or the end after the verb, at word {i + 1} "
-                             f"of {' '.join(words)!r}")
+            raise ValueError(
+                f"expected a preposition or the end after the verb, at word {i + 1} of {' '.join(words)!r}"
+            )
         nouns.append(i := _read_noun_phrase(words, i + 2))
         if i + 1 < len(words):
             raise ValueError(f"expected the end after word {i} of {' '.join(words)!r}")
     phrases_before = len(nouns) - 1 - (verb < nouns[-1])
     if phrases_before > MAX_PHRASES_BEFORE or len({words[n] for n in nouns}) < len(nouns):
-        raise ValueError(f"{' '.join(words)!r}: at most {MAX_PHRASES_BEFORE} phrases before the verb, "
-                         "and no noun twice")
+        raise ValueError(
+            f"{' '.join(words)!r}: at most {MAX_PHRASES_BEFORE} phrases before the verb, and no noun twice"
+        )
     return Sentence(words, subject, verb, tuple(nouns[1:]))
 
 
@@ -112,7 +122,6 @@ def make_corpus(n_train, n_test, rng=None):
     """Random sentences split into a training set and a held-out set that shares none of them.
 
     Shapes: -> (train, test): lists of n_train and n_test Sentence (held-out ones all distinct).
-    Taught in 08_training_a_tiny_transformer.
     """
     n_train, n_test = positive_int(n_train, "n_train"), positive_int(n_test, "n_test")
     rng = as_rng(rng)
@@ -132,7 +141,6 @@ def encode(sentences, T=None):
     """Word ids of each sentence, padded with [PAD] (id 0) to T words.
 
     Shapes: list of N Sentence (or of word lists) -> ids int (N, T), lengths int (N,).
-    Taught in 08_training_a_tiny_transformer.
     """
     word_lists = [s.words if isinstance(s, Sentence) else tuple(s) for s in sentences]
     lengths = np.array([len(words) for words in word_lists], dtype=int)
@@ -152,7 +160,6 @@ def mask_positions(ids, positions):
     """Replace one word per sentence by [MASK]; return the new ids and the hidden words' ids.
 
     Shapes: ids int (N, T), positions int (N,) -> masked ids int (N, T), targets int (N,).
-    Taught in 08_training_a_tiny_transformer.
     """
     ids, positions = np.asarray(ids), np.asarray(positions)
     if positions.shape != ids.shape[:1]:
@@ -167,10 +174,7 @@ def mask_positions(ids, positions):
 
 
 def determining_position(sentence, masked):
-    """The position of the word that fixes the masked word: verb <-> subject; None for other words.
-
-    Taught in 08_training_a_tiny_transformer.
-    """
+    """The position of the word that fixes the masked word: verb <-> subject; None for other words."""
     return {sentence.verb: sentence.subject, sentence.subject: sentence.verb}.get(masked)
 
 
@@ -180,14 +184,13 @@ def order_free_ceiling(sentences):
 
     A sentence with k nouns has k - 1 twins (subject swapped with another noun): as likely,
     the same words, another verb. Shapes: list of N Sentence -> float.
-    Taught in 08_training_a_tiny_transformer.
     """
     return float(np.mean([1 / (1 + len(s.attractors)) for s in sentences]))
 
 
 def position_only_ceiling():
     """The accuracy on the masked verb expected, at most and on average, from its position alone: the subject is
-    1 of 8 nouns, drawn independently of the sentence's shape. Taught in 08_training_a_tiny_transformer."""
+    1 of 8 nouns, drawn independently of the sentence's shape."""
     return 1 / len(NOUNS)
 
 

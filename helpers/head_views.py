@@ -12,14 +12,20 @@ from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.lines import Line2D
 
 from helpers._validate import as_float_array
+from helpers.html_plots import head_color
 
-# one colour per head (12), all different: tab10 with black in place of its grey, then a deep teal and a dark gold
-# (hues tab10 lacks; navy beside black and a magenta beside tab10's purple were hard to tell apart as thin lines)
-HEAD_COLORS = ([plt.get_cmap("tab10")(i) for i in range(7)] + [to_rgba("black")]
-               + [plt.get_cmap("tab10")(i) for i in (8, 9)] + [to_rgba("#006d5b"), to_rgba("#b8860b")])
+__all__ = ["KIND_COLORS", "hide_tokens", "layer_lines", "attention_grid", "kinds_grid"]
+
 # a hue per kind (light, so the numbers written on them stay readable); the two kinds that are not a target are greys
-KIND_COLORS = {"[CLS]": "#6baed6", "[SEP]": "#fee391", "previous": "#fdae6b", "next": "#f768a1",
-               "self": "#a1d99b", "broad": "#f0f0f0", "mixed": "#bdbdbd"}
+KIND_COLORS = {
+    "[CLS]": "#6baed6",
+    "[SEP]": "#fee391",
+    "previous": "#fdae6b",
+    "next": "#f768a1",
+    "self": "#a1d99b",
+    "broad": "#f0f0f0",
+    "mixed": "#bdbdbd",
+}
 
 
 def hide_tokens(weights, labels, hide=("[CLS]", "[SEP]")):
@@ -37,7 +43,6 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
     Line width and opacity grow with the weight, relative to the largest weight drawn;
     weights below `min_weight` of it are left out.
     Shapes: weights (H, T, T); labels T strings; heads: the head numbers to draw (default all).
-    Taught in 09_attention_in_a_real_model.
     """
     weights = as_float_array(weights, "weights", min_ndim=3)
     H, T, _ = weights.shape
@@ -52,7 +57,7 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
         w = weights[h] / top  # (T, T) in [0, 1]
         i, j = np.nonzero(w >= min_weight)  # the lines worth drawing: query i -> key j
         segments = np.stack([np.stack([np.zeros(len(i)), y[i]], -1), np.stack([np.ones(len(j)), y[j]], -1)], 1)
-        color = np.tile(HEAD_COLORS[h % len(HEAD_COLORS)], (len(i), 1))  # (n, 4)
+        color = np.tile(to_rgba(head_color(h)), (len(i), 1))  # (n, 4)
         color[:, 3] = 0.1 + 0.8 * w[i, j]  # opacity follows the weight
         ax.add_collection(LineCollection(segments, colors=color, linewidths=0.3 + 4 * w[i, j]))
     for side, align in ((-0.04, "right"), (1.04, "left")):
@@ -63,9 +68,16 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
     ax.axis("off")
     ax.set_title(title or "query → key, a colour per head", fontsize=10)
     if len(heads) > 1:
-        handles = [Line2D([], [], color=HEAD_COLORS[h % len(HEAD_COLORS)], linewidth=2) for h in heads]
-        ax.legend(handles, [f"head {h}" for h in heads], loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=7,
-                  frameon=False, handlelength=1)
+        handles = [Line2D([], [], color=head_color(h), linewidth=2) for h in heads]
+        ax.legend(
+            handles,
+            [f"head {h}" for h in heads],
+            loc="center left",
+            bbox_to_anchor=(1.0, 0.5),
+            fontsize=7,
+            frameon=False,
+            handlelength=1,
+        )
     return ax
 
 
@@ -76,7 +88,6 @@ def attention_grid(weights, *, title=None, cmap="Blues", size=0.17, width=10.0):
     size: inches per cell, reduced so that the figure is at most `width` inches wide (a notebook
     shows a wider figure shrunk, and its labels with it).
     Shapes: weights (L, H, T, T) -> the axes.
-    Taught in 09_attention_in_a_real_model.
     """
     weights = as_float_array(weights, "weights")
     if weights.ndim != 4 or weights.shape[-1] != weights.shape[-2]:
@@ -85,7 +96,7 @@ def attention_grid(weights, *, title=None, cmap="Blues", size=0.17, width=10.0):
     mosaic = np.full((L * (T + 1) - 1, H * (T + 1) - 1), np.nan)  # a blank line between tiles
     for layer in range(L):
         for head in range(H):
-            mosaic[layer * (T + 1): layer * (T + 1) + T, head * (T + 1): head * (T + 1) + T] = weights[layer, head]
+            mosaic[layer * (T + 1) : layer * (T + 1) + T, head * (T + 1) : head * (T + 1) + T] = weights[layer, head]
     size = min(size, (width - 1.6) / mosaic.shape[1])
     _, ax = plt.subplots(figsize=(size * mosaic.shape[1] + 1.6, size * mosaic.shape[0] + 1.0))
     colormap = plt.get_cmap(cmap).with_extremes(bad="white")
@@ -109,7 +120,6 @@ def kinds_grid(kinds, values, *, ax=None, title=None):
     """One cell per head, coloured by its kind, with a number written in (e.g. its largest mean weight).
 
     Shapes: kinds (L, H) strings from helpers.heads.KINDS; values (L, H) -> the axes.
-    Taught in 09_attention_in_a_real_model.
     """
     kinds, values = np.asarray(kinds), as_float_array(values, "values", min_ndim=2)
     if kinds.shape != values.shape or kinds.ndim != 2:

@@ -9,7 +9,23 @@ import numpy as np
 from helpers import grammar
 from helpers._validate import as_float_array
 from helpers.attention import entropy
-from helpers.embeddings import unit_rows
+from helpers.embeddings import nearest, similarity_matrix, unit_rows
+
+__all__ = [
+    "TARGETS",
+    "KINDS",
+    "target_weights",
+    "head_profile",
+    "head_kinds",
+    "ablated_embeddings",
+    "masked_embeddings",
+    "mean_head_outputs",
+    "norm_share",
+    "verb_subject_weights",
+    "token_states",
+    "mean_cosine",
+    "nearest",
+]
 
 TARGETS = ("[CLS]", "[SEP]", "previous", "next", "self")
 KINDS = TARGETS + ("broad", "mixed")
@@ -25,16 +41,20 @@ def target_weights(weights):
     weights = as_float_array(weights, "weights", min_ndim=2)
     T = weights.shape[-1]
     if weights.shape[-2] != T or T < 4:
-        raise ValueError(f"weights must be (..., T, T) of one text with at least two words, T >= 4; "
-                         f"got shape {weights.shape}")
+        raise ValueError(
+            f"weights must be (..., T, T) of one text with at least two words, T >= 4; got shape {weights.shape}"
+        )
     words = np.arange(1, T - 1)  # the queries: every token but [CLS] and [SEP]
-    return np.stack([
-        weights[..., words, 0].mean(axis=-1),  # to [CLS]
-        weights[..., words, T - 1].mean(axis=-1),  # to [SEP]
-        weights[..., words[1:], words[:-1]].mean(axis=-1),  # to the word before
-        weights[..., words[:-1], words[1:]].mean(axis=-1),  # to the word after
-        weights[..., words, words].mean(axis=-1),  # to itself
-    ], axis=-1)
+    return np.stack(
+        [
+            weights[..., words, 0].mean(axis=-1),  # to [CLS]
+            weights[..., words, T - 1].mean(axis=-1),  # to [SEP]
+            weights[..., words[1:], words[:-1]].mean(axis=-1),  # to the word before
+            weights[..., words[:-1], words[1:]].mean(axis=-1),  # to the word after
+            weights[..., words, words].mean(axis=-1),  # to itself
+        ],
+        axis=-1,
+    )
 
 
 def head_profile(weights, real):
@@ -44,18 +64,19 @@ def head_profile(weights, real):
     0 = all weight on one key, 1 = the same weight on every key.
     Shapes: weights (n, L, H, T, T) and real (n, T) as MiniLM.run returns them
             -> {"[CLS]": (L, H), "[SEP]": ..., "previous": ..., "next": ..., "self": ..., "spread": (L, H)}.
-    Taught in 09_attention_in_a_real_model.
     """
     weights = as_float_array(weights, "weights", min_ndim=5)
     real = np.asarray(real, dtype=bool)
     if real.shape != (weights.shape[0], weights.shape[-1]):
-        raise ValueError(f"real must have shape (n, T) = {(weights.shape[0], weights.shape[-1])} "
-                         f"for weights of shape {weights.shape}, got {real.shape}")
+        raise ValueError(
+            f"real must have shape (n, T) = {(weights.shape[0], weights.shape[-1])} "
+            f"for weights of shape {weights.shape}, got {real.shape}"
+        )
     per_text, spread = [], []
     for w, T in zip(weights, real.sum(axis=1), strict=True):
         w = w[..., :T, :T]  # (L, H, T, T): this text without its padding
         per_text.append(target_weights(w))  # (L, H, 5)
-        spread.append(entropy(w[..., 1:T - 1, :]).mean(axis=-1) / np.log(T))  # (L, H)
+        spread.append(entropy(w[..., 1 : T - 1, :]).mean(axis=-1) / np.log(T))  # (L, H)
     means = np.mean(per_text, axis=0)  # (L, H, 5)
     return {**{name: means[..., i] for i, name in enumerate(TARGETS)}, "spread": np.mean(spread, axis=0)}
 
@@ -65,7 +86,6 @@ def head_kinds(profile, threshold=0.5, broad=0.75):
     else "broad" if its spread is at least `broad`; else "mixed".
 
     Shapes: a head_profile dict of (L, H) arrays -> (L, H) array of strings from KINDS.
-    Taught in 09_attention_in_a_real_model.
     """
     means = np.stack([profile[name] for name in TARGETS], axis=-1)  # (L, H, 5)
     best = np.array(TARGETS)[means.argmax(axis=-1)]  # (L, H)
@@ -82,9 +102,8 @@ def ablated_embeddings(model, sentences, replace=None):
     it are unchanged, so they are run once.
     Shapes: n sentences, replace (L, H, d_model) or None -> (L, H, n, d_model); [l, h] is the model
     without layer l's head h.
-    Taught in 09_attention_in_a_real_model.
     """
-    replace = model._check_replace(replace)
+    replace = model.check_replace(replace)
     _, ids, real = model.batch(sentences)
     n, H = len(ids), model.n_heads
     h = model.embed(ids, real)  # (n, T, d)
@@ -110,13 +129,9 @@ def masked_embeddings(model, sentences, head_masks, replace=None):
     Each mask switches off a group of heads at once, as MiniLM.encode(head_mask=...) does, with
     zero-ablation or, with `replace` (e.g. mean_head_outputs), mean-ablation.
     Shapes: n sentences, head_masks (g, L, H) bool, replace (L, H, d_model) or None -> (g, n, d_model).
-    Taught in 09_attention_in_a_real_model.
     """
-    head_masks = np.asarray(head_masks)
-    if head_masks.dtype != bool or head_masks.shape[1:] != (model.n_layers, model.n_heads):
-        raise ValueError(f"head_masks must be bool of shape (g, {model.n_layers}, {model.n_heads}), True = keep "
-                         f"the head; got {head_masks.dtype} {head_masks.shape}")
-    replace = model._check_replace(replace)
+    head_masks = model.check_head_mask(head_masks, "head_masks", groups=True)  # (g, L, H)
+    replace = model.check_replace(replace)
     _, ids, real = model.batch(sentences)
     g, n = len(head_masks), len(ids)
     real_g = np.tile(real, (g, 1))  # (g n, T): the texts once per mask
@@ -142,7 +157,6 @@ def mean_head_outputs(model, output):
 
     What mean-ablation puts in place of a switched-off head (ablated_embeddings(replace=...)).
     Shapes: an Output of MiniLM.run for n texts -> (L, H, d_model).
-    Taught in 09_attention_in_a_real_model.
     """
     means = []
     for layer, attention in enumerate(a["attention"] for a in model.layers):
@@ -159,7 +173,6 @@ def norm_share(model, output, key=0):
     as Kobayashi et al. (2020) measure; averaged over the words (not [CLS], [SEP]) of each text, then the texts.
     Compare it with the weight share a_i,key: both sum to 1 over the keys.
     Shapes: an Output of MiniLM.run for n texts -> (L, H).
-    Taught in 09_attention_in_a_real_model.
     """
     lengths = output.real.sum(axis=1)
     words = (np.arange(output.real.shape[1]) >= 1) & (np.arange(output.real.shape[1]) < lengths[:, None] - 1)
@@ -181,7 +194,6 @@ def verb_subject_weights(model, sentences):
     "me ##ows"); a noun's weight is the sum over its wordpieces. "others" averages the rows of the words
     that are neither the subject nor the verb.
     Shapes: n Sentence -> {"subject": (n, L, H), "attractor": (n, L, H), "others": (n, L, H)}.
-    Taught in 09_attention_in_a_real_model.
     """
     if any(not s.attractors for s in sentences):
         raise ValueError("every sentence needs an attractor noun (a noun besides the subject)")
@@ -205,7 +217,6 @@ def token_states(output, word):
     """Every layer's vector of the first token `word` (or `word` + "s") in each text.
 
     Shapes: an Output of MiniLM.run for n texts -> (n, L + 1, d_model).
-    Taught in 09_attention_in_a_real_model.
     """
     rows = []
     for i, tokens in enumerate(output.tokens):
@@ -220,25 +231,10 @@ def mean_cosine(A, B=None):
     """The mean cosine between the rows of A and of B (between different rows of A if B is None).
 
     Shapes: A (n, d), B (m, d) -> a number.
-    Taught in 09_attention_in_a_real_model.
     """
-    A = unit_rows(as_float_array(A, "A", min_ndim=2))
+    A = as_float_array(A, "A", min_ndim=2)
     if B is None:
+        cosines = similarity_matrix(A, cosine=True)  # (n, n), ones on the diagonal
         n = len(A)
-        cosines = A @ A.T  # (n, n)
         return float((cosines.sum() - np.trace(cosines)) / (n * (n - 1)))
-    return float(np.mean(A @ unit_rows(as_float_array(B, "B", min_ndim=2)).T))
-
-
-def nearest(vector, vectors, labels, k=5):
-    """The k labels whose vectors have the highest cosine with `vector`, best first.
-
-    Shapes: vector (d,), vectors (m, d), labels m strings -> a list of k (label, cosine).
-    Taught in 09_attention_in_a_real_model.
-    """
-    vectors = as_float_array(vectors, "vectors", min_ndim=2)
-    if len(labels) != len(vectors):
-        raise ValueError(f"got {len(labels)} labels for {len(vectors)} vectors (shape {vectors.shape})")
-    cosines = unit_rows(vectors) @ unit_rows(as_float_array(vector, "vector"))  # (m, d) @ (d,) -> (m,)
-    top = np.argsort(-cosines, kind="stable")[:k]
-    return [(labels[i], float(cosines[i])) for i in top]
+    return float(np.mean(unit_rows(A) @ unit_rows(as_float_array(B, "B", min_ndim=2)).T))  # (n, d) @ (d, m)

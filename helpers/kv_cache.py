@@ -5,10 +5,11 @@ Taught in 10_efficient_attention.
 
 import numpy as np
 
-from helpers._validate import as_float_array
+from helpers._validate import as_float_array, int_at_least
 from helpers.attention import scaled_dot_product_attention
 from helpers.masking import causal_mask
-from helpers.multihead import merge_heads, split_heads
+
+__all__ = ["cached_self_attention", "KVCache"]
 
 
 def cached_self_attention(mha, x_new, cache):
@@ -16,14 +17,10 @@ def cached_self_attention(mha, x_new, cache):
 
     Shapes: x_new (..., t, d_model) -> (..., t, d_model); the cache holds (..., h, T, d_head).
     Equals mha(x, mask=causal_mask(T))[0][..., -t:, :] where x is every token so far.
-    Taught in 10_efficient_attention.
     """
-    x_new = mha._check_input(x_new, "x_new")  # (..., t, d_model): the layer's own check and message
-    Q = split_heads(mha._project(x_new, mha.W_q, mha.b_q), mha.n_heads)  # (..., h, t, d_head)
-    cache.append(split_heads(mha._project(x_new, mha.W_k, mha.b_k), mha.n_heads),  # (..., h, t, d_head)
-                 split_heads(mha._project(x_new, mha.W_v, mha.b_v), mha.n_heads))
-    heads = cache.attend(Q)  # (..., h, t, d_head): the new queries against every stored key
-    return mha._project(merge_heads(heads), mha.W_o, mha.b_o)  # (..., t, d_model)
+    Q, K, V = mha.project(x_new, name="x_new")  # (..., h, t, d_head) each: only the new tokens are projected
+    cache.append(K, V)  # the cache now holds (..., h, T, d_head): every token so far
+    return mha.output(cache.attend(Q))  # the new queries against every stored key -> (..., t, d_model)
 
 
 class KVCache:
@@ -32,7 +29,6 @@ class KVCache:
     Shapes: append(k (..., t, d_k), v (..., t, d_v)); keys (..., T, d_k); values (..., T, d_v);
             attend(q (..., t_q, d_k)) -> (..., t_q, d_v), the queries being the last t_q positions.
     Storage grows by doubling, so appending a token copies nothing already stored (amortised).
-    Taught in 10_efficient_attention.
     """
 
     def __init__(self):
@@ -61,10 +57,13 @@ class KVCache:
         v = as_float_array(v, "v", min_ndim=2)
         if k.shape[:-1] != v.shape[:-1]:
             raise ValueError(f"k {k.shape} (..., t, d_k) and v {v.shape} (..., t, d_v) must agree on (..., t)")
-        if self._k is not None and (k.shape[:-2] != self._k.shape[:-2] or k.shape[-1] != self._k.shape[-1]
-                                    or v.shape[-1] != self._v.shape[-1]):
-            raise ValueError(f"k {k.shape} and v {v.shape} do not match the cached keys {self.keys.shape} "
-                             f"and values {self.values.shape} (same batch axes, d_k and d_v)")
+        if self._k is not None and (
+            k.shape[:-2] != self._k.shape[:-2] or k.shape[-1] != self._k.shape[-1] or v.shape[-1] != self._v.shape[-1]
+        ):
+            raise ValueError(
+                f"k {k.shape} and v {v.shape} do not match the cached keys {self.keys.shape} "
+                f"and values {self.values.shape} (same batch axes, d_k and d_v)"
+            )
         t = k.shape[-2]
         if self._k is None or self.length + t > self._k.shape[-2]:
             self._grow(max(2 * self.length, self.length + t, 16), k, v)
@@ -83,8 +82,7 @@ class KVCache:
         A sliding window: 11 writes on past its context with keep_last(window - 1) after each word, so that
         the storage never holds more than `window` tokens, whatever the length of the prompt.
         """
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
-            raise ValueError(f"n must be an int >= 0, got {n!r}")
+        n = int_at_least(n, "n", 0)
         if self.length > n:
             k, v = self._k[..., self.length - n : self.length, :], self._v[..., self.length - n : self.length, :]
             self._k = self._v = None

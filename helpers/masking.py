@@ -12,7 +12,6 @@ def causal_mask(T_q, T_k=None):
     """Query i may see key j iff j <= i + (T_k - T_q): the queries are the last T_q positions.
 
     Shapes: -> (T_q, T_k) bool, lower-triangular (True on and below the shifted diagonal).
-    Taught in 05_masking.
     """
     T_q = positive_int(T_q, "T_q")
     T_k = T_q if T_k is None else positive_int(T_k, "T_k")
@@ -31,7 +30,6 @@ def padding_mask(lengths, T):
 
     Shapes: lengths (B,) ints in [0, T] -> (B, T) bool.
     To use it as an attention mask over keys: mask[:, None, :] broadcasts to (B, T_q, T).
-    Taught in 05_masking.
     """
     T = positive_int(T, "T")
     lengths_arr = np.asarray(lengths)

@@ -18,13 +18,32 @@ END = "."
 VOCAB = (END, "the", *grammar.OPENINGS, *grammar.ADJECTIVES, *grammar.PREPOSITIONS, *grammar.NOUNS, *grammar.VERBS)
 WORD_ID = {word: i for i, word in enumerate(VOCAB)}
 
+__all__ = [
+    "END",
+    "VOCAB",
+    "WORD_ID",
+    "encode",
+    "prompt_ids",
+    "stream",
+    "random_windows",
+    "default_corpus",
+    "judge",
+    "split_sentences",
+    "sentence_report",
+    "Bigram",
+    "held_out_loss",
+    "before_the_verb",
+    "verb_agreement",
+    "check_sampling",
+    "next_word_distribution",
+    "sample",
+]
 
 
 def encode(words):
     """Word ids of a list of words (or a string), each checked against VOCAB.
 
     Shapes: n words -> ids int (n,).
-    Taught in 11_tiny_gpt.
     """
     words = words.split() if isinstance(words, str) else list(words)
     unknown = [w for w in words if w not in WORD_ID]
@@ -33,11 +52,26 @@ def encode(words):
     return np.array([WORD_ID[w] for w in words], dtype=int)
 
 
+def prompt_ids(prompt):
+    """The word ids of a prompt to write after: a list of words (or a string), at least one, each in VOCAB.
+
+    Shapes: n words -> a list of n ints.
+    """
+    words = prompt.split() if isinstance(prompt, str) else prompt
+    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
+        raise TypeError(f"prompt must be a list of words (str), got {type(prompt).__name__} {prompt!r}")
+    if not words:
+        raise ValueError("prompt must hold at least one word (a sentence may start after '.')")
+    try:
+        return [int(i) for i in encode(words)]
+    except ValueError as exc:
+        raise ValueError(f"prompt has {exc}") from None
+
+
 def stream(sentences):
     """The sentences one after another, each followed by ".": the text the model reads.
 
     Shapes: list of N Sentence (or of word lists) -> ids int (total words + N,).
-    Taught in 11_tiny_gpt.
     """
     words = [w for s in sentences for w in (*(s.words if isinstance(s, grammar.Sentence) else s), END)]
     return encode(words)
@@ -47,7 +81,6 @@ def random_windows(ids, length, batch_size, rng):
     """batch_size windows of `length` consecutive words, from random places in the stream.
 
     Shapes: ids int (N,) -> (batch_size, length).
-    Taught in 11_tiny_gpt.
     """
     starts = rng.integers(len(ids) - length + 1, size=batch_size)  # (B,)
     return ids[starts[:, None] + np.arange(length)]  # (B, 1) + (length,) -> (B, length)
@@ -57,15 +90,20 @@ def default_corpus(seed=0):
     """The notebook's sentences: 4,000 to train on and 500 held out (none of them in the training set).
 
     Shapes: -> (train, test) lists of Sentence.
-    Taught in 11_tiny_gpt.
     """
     return grammar.make_corpus(4000, 500, rng=np.random.default_rng(seed))
 
 
 # the grammar's shape as a pattern over word kinds: [opening] the [adj] NOUN (prep the [adj] NOUN){0,2} VERB
 # (prep the [adj] NOUN){0,1}; it says nothing of agreement or of repeated nouns, which judge() checks apart
-_KIND = {**{w: "O" for w in grammar.OPENINGS}, "the": "D", **{w: "A" for w in grammar.ADJECTIVES},
-         **{w: "P" for w in grammar.PREPOSITIONS}, **{w: "N" for w in grammar.NOUNS}, **{w: "V" for w in grammar.VERBS}}
+_KIND = {
+    **{w: "O" for w in grammar.OPENINGS},
+    "the": "D",
+    **{w: "A" for w in grammar.ADJECTIVES},
+    **{w: "P" for w in grammar.PREPOSITIONS},
+    **{w: "N" for w in grammar.NOUNS},
+    **{w: "V" for w in grammar.VERBS},
+}
 _SHAPE = re.compile(f"O?DA?N(PDA?N){{0,{grammar.MAX_PHRASES_BEFORE}}}V(PDA?N){{0,{grammar.MAX_PHRASES_AFTER}}}")
 
 
@@ -75,7 +113,6 @@ def judge(words):
 
     grammar.parse accepts a sentence exactly when all three hold.
     Shapes: a list of words (or a string) -> dict(shape=bool, agrees=bool, distinct=bool).
-    Taught in 11_tiny_gpt.
     """
     words = words.split() if isinstance(words, str) else list(words)
     kinds = "".join(_KIND.get(w, "?") for w in words)
@@ -91,10 +128,9 @@ def split_sentences(words, end="."):
 
     Words before the first end mark (the prompt's sentence, perhaps cut) and after the last are left out.
     Shapes: a list of words -> a list of word lists.
-    Taught in 11_tiny_gpt.
     """
     ends = [i for i, w in enumerate(words) if w == end]
-    return [list(words[a + 1:b]) for a, b in zip(ends, ends[1:], strict=False)]
+    return [list(words[a + 1 : b]) for a, b in zip(ends, ends[1:], strict=False)]
 
 
 def sentence_report(sentences, corpus=()):
@@ -102,26 +138,26 @@ def sentence_report(sentences, corpus=()):
     (distinct nouns too); how many differ from each other, and how many are in no sentence of `corpus`.
 
     Shapes: a list of N word lists -> dict of floats (shares) and ints (counts).
-    Taught in 11_tiny_gpt.
     """
     if not sentences:
         raise ValueError("no finished sentence to judge: write more words")
     verdicts = [judge(s) for s in sentences]
     seen = {tuple(s.words if isinstance(s, grammar.Sentence) else s) for s in corpus}
     distinct = {tuple(s) for s in sentences}
-    return {"sentences": len(sentences),
-            "shape": float(np.mean([v["shape"] for v in verdicts])),
-            "agrees": float(np.mean([v["agrees"] for v in verdicts])),
-            "grammatical": float(np.mean([v["agrees"] and v["distinct"] for v in verdicts])),
-            "different": len(distinct),
-            "new": sum(s not in seen and judge(s)["agrees"] and judge(s)["distinct"] for s in distinct)}
+    return {
+        "sentences": len(sentences),
+        "shape": float(np.mean([v["shape"] for v in verdicts])),
+        "agrees": float(np.mean([v["agrees"] for v in verdicts])),
+        "grammatical": float(np.mean([v["agrees"] and v["distinct"] for v in verdicts])),
+        "different": len(distinct),
+        "new": sum(s not in seen and judge(s)["agrees"] and judge(s)["distinct"] for s in distinct),
+    }
 
 
 class Bigram:
     """The next word from the previous word alone: counts over the training text, plus one (Laplace).
 
     Shapes: fit on ids int (N,); probs (V, V): row a is the distribution of the word after word a.
-    Taught in 11_tiny_gpt.
     """
 
     def __init__(self, ids, vocab_size):
@@ -139,8 +175,9 @@ class Bigram:
         rng, ids = as_rng(rng), list(prompt_ids)
         for _ in range(n_new):
             cumulative = np.cumsum(self.probs[ids[-1]])
-            ids.append(int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"),
-                               len(cumulative) - 1)))
+            ids.append(
+                int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(cumulative) - 1))
+            )
         return ids
 
 
@@ -148,11 +185,10 @@ def held_out_loss(logits_fn, ids, length):
     """Mean next-word cross-entropy over consecutive windows of the held-out stream.
 
     logits_fn(windows (B, length)) -> (B, length, V). Shapes: ids int (N,) -> float.
-    Taught in 11_tiny_gpt.
     """
     n = (len(ids) - 1) // length
     inputs = ids[: n * length].reshape(n, length)  # (n, length)
-    targets = ids[1: n * length + 1].reshape(n, length)  # the same words, one later
+    targets = ids[1 : n * length + 1].reshape(n, length)  # the same words, one later
     return float(softmax_cross_entropy(logits_fn(inputs), targets)[0])
 
 
@@ -161,12 +197,11 @@ def before_the_verb(sentences, end_id, word_id):
 
     The word before the verb is where a next-word model chooses the verb: position verb (the end mark
     shifts the words by one). Shapes: list of N Sentence -> ids int (N, T), rows int (N,), verbs int (N,).
-    Taught in 11_tiny_gpt.
     """
     T = 1 + max(len(s.words) for s in sentences)
     ids = np.full((len(sentences), T), end_id)  # (N, T): padding after a sentence changes nothing before it
     for n, s in enumerate(sentences):
-        ids[n, 1: 1 + len(s.words)] = [word_id[w] for w in s.words]
+        ids[n, 1 : 1 + len(s.words)] = [word_id[w] for w in s.words]
     rows = np.array([s.verb for s in sentences])  # the word before the verb sits at index verb
     verbs = np.array([word_id[s.words[s.verb]] for s in sentences])
     return ids, rows, verbs
@@ -177,7 +212,6 @@ def verb_agreement(logits_fn, sentences, end_id, word_id):
     other seven (the verb agrees with the subject, maybe words away, past other nouns).
 
     logits_fn(ids (N, T)) -> (N, T, V). Shapes: list of N Sentence -> float.
-    Taught in 11_tiny_gpt.
     """
     ids, rows, verbs = before_the_verb(sentences, end_id, word_id)
     verb_ids = np.array([word_id[v] for v in grammar.VERBS])
@@ -185,13 +219,30 @@ def verb_agreement(logits_fn, sentences, end_id, word_id):
     return float(np.mean(verb_ids[np.argmax(logits[:, verb_ids], axis=-1)] == verbs))
 
 
+def check_sampling(temperature, top_k, vocab_size):
+    """Raise unless temperature is a number >= 0 (0 = greedy) and top_k None or an int in [1, vocab_size].
+
+    Shapes: two numbers (top_k may be None) and the vocabulary's size -> None, or a ValueError naming the argument.
+    """
+    if (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, (int, float, np.number))
+        or not 0 <= temperature < np.inf
+    ):
+        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
+    if top_k is not None and (
+        isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or not 1 <= top_k <= vocab_size
+    ):
+        raise ValueError(f"top_k must be None or an int in [1, {vocab_size}], got {top_k!r}")
+
+
 def next_word_distribution(logits, temperature=1.0, top_k=None):
     """The probabilities to sample the next word from: softmax(logits / temperature) over the top_k best.
 
     temperature=0 puts all the probability on the best word (greedy). Shapes: logits (V,) -> (V,).
-    Taught in 11_tiny_gpt.
     """
     logits = np.asarray(logits, dtype=float)
+    check_sampling(temperature, top_k, len(logits))
     if top_k is not None:
         kept = np.argsort(-logits, kind="stable")[:top_k]  # the k best words
         logits = np.where(np.isin(np.arange(len(logits)), kept), logits, -np.inf)
@@ -208,7 +259,6 @@ def sample(probs, rng):
     The word drawn is the first whose running sum of probabilities passes the number.
 
     Shapes: probs (V,), rng a Generator -> int.
-    Taught in 11_tiny_gpt.
     """
     cumulative = np.cumsum(probs)
     return int(min(np.searchsorted(cumulative, rng.random() * cumulative[-1], side="right"), len(probs) - 1))

@@ -1,14 +1,17 @@
 """Every picture the notebooks draw: heatmaps, token-to-token lines, bars, curves.
 
 Each function draws on `ax` (a new figure when None) and returns the axes, so a notebook
-can put several side by side. End a plotting cell with plt.show() or `;`.
+can put several side by side. End a plotting cell with plt.show() or `;`. The colours are
+html_plots' palette, so an explorer and a figure colour the same thing alike.
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers._labels import place_labels
-from helpers.html_plots import MASKED, dark_ink
+from helpers.html_plots import BLUE, MASKED, TAB10, dark_ink
+
+__all__ = ["heatmap", "token_lines", "bars", "arrows_2d", "labelled_scatter", "curves", "sweep", "head_grid"]
 
 
 def _new_axes(ax, figsize):
@@ -17,9 +20,22 @@ def _new_axes(ax, figsize):
     return ax
 
 
-def heatmap(matrix, query_labels=None, key_labels=None, *, ax=None, title=None, cmap="viridis",
-            annotate=None, fmt=".2f", vmin=None, vmax=None, xlabel="key", ylabel="query",
-            colorbar=True):
+def heatmap(
+    matrix,
+    query_labels=None,
+    key_labels=None,
+    *,
+    ax=None,
+    title=None,
+    cmap="viridis",
+    annotate=None,
+    fmt=".2f",
+    vmin=None,
+    vmax=None,
+    xlabel="key",
+    ylabel="query",
+    colorbar=True,
+):
     """A labelled heatmap of a token x token matrix; -inf (written −∞) and NaN (blank) cells are grey.
 
     Shapes: matrix (T_q, T_k); query_labels T_q strings (rows); key_labels T_k strings (columns).
@@ -36,8 +52,12 @@ def heatmap(matrix, query_labels=None, key_labels=None, *, ax=None, title=None, 
     shown = np.ma.masked_invalid(matrix)
     colormap = plt.get_cmap(cmap).with_extremes(bad=MASKED)
     image = ax.imshow(shown, cmap=colormap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(n_cols), key_labels if key_labels is not None else range(n_cols),
-                  rotation=45 if key_labels is not None else 0, ha="right" if key_labels is not None else "center")
+    ax.set_xticks(
+        range(n_cols),
+        key_labels if key_labels is not None else range(n_cols),
+        rotation=45 if key_labels is not None else 0,
+        ha="right" if key_labels is not None else "center",
+    )
     ax.set_yticks(range(n_rows), query_labels if query_labels is not None else range(n_rows))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -63,7 +83,7 @@ def _annotate(ax, image, matrix, fmt):
         ax.text(j, i, text, ha="center", va="center", fontsize=8, color=color)
 
 
-def token_lines(weights, query_labels, key_labels=None, *, ax=None, title=None, query=None, color="tab:blue"):
+def token_lines(weights, query_labels, key_labels=None, *, ax=None, title=None, query=None, color=BLUE):
     """Queries on the left, keys on the right, a line from each query to each key.
 
     A line's width and opacity are its weight. `query` (an index) draws only that query's lines.
@@ -72,8 +92,10 @@ def token_lines(weights, query_labels, key_labels=None, *, ax=None, title=None, 
     weights = np.asarray(weights, dtype=float)
     key_labels = query_labels if key_labels is None else key_labels
     if weights.ndim != 2 or weights.shape != (len(query_labels), len(key_labels)):
-        raise ValueError(f"weights must have shape (len(query_labels), len(key_labels)) = "
-                         f"({len(query_labels)}, {len(key_labels)}), got {weights.shape}")
+        raise ValueError(
+            f"weights must have shape (len(query_labels), len(key_labels)) = "
+            f"({len(query_labels)}, {len(key_labels)}), got {weights.shape}"
+        )
     n_q, n_k = weights.shape
     ax = _new_axes(ax, (3.2, 0.45 * max(n_q, n_k) + 0.8))
     y_q, y_k = np.linspace(1, 0, n_q), np.linspace(1, 0, n_k)
@@ -82,11 +104,16 @@ def token_lines(weights, query_labels, key_labels=None, *, ax=None, title=None, 
         for j in range(n_k):
             w = weights[i, j]
             if w > 1e-3:
-                ax.plot([0, 1], [y_q[i], y_k[j]], color=color, alpha=min(1.0, 0.15 + 0.85 * w),
-                        linewidth=0.5 + 6 * w, solid_capstyle="round")
+                ax.plot(
+                    [0, 1],
+                    [y_q[i], y_k[j]],
+                    color=color,
+                    alpha=min(1.0, 0.15 + 0.85 * w),
+                    linewidth=0.5 + 6 * w,
+                    solid_capstyle="round",
+                )
     for i, label in enumerate(query_labels):
-        ax.text(-0.05, y_q[i], label, ha="right", va="center",
-                fontweight="bold" if query == i else "normal")
+        ax.text(-0.05, y_q[i], label, ha="right", va="center", fontweight="bold" if query == i else "normal")
     for j, label in enumerate(key_labels):
         ax.text(1.05, y_k[j], label, ha="left", va="center")
     ax.set_xlim(-0.6, 1.6)
@@ -96,15 +123,18 @@ def token_lines(weights, query_labels, key_labels=None, *, ax=None, title=None, 
     return ax
 
 
-def bars(values, labels=None, *, ax=None, title=None, ylabel="weight", ylim=(0, 1), color="tab:blue"):
+def bars(values, labels=None, *, ax=None, title=None, ylabel="weight", ylim=(0, 1), color=BLUE):
     """A bar per entry, e.g. one query's attention weights over the keys."""
     values = np.asarray(values, dtype=float)
     if values.ndim != 1:
         raise ValueError(f"values must be 1-D, got shape {values.shape}")
     ax = _new_axes(ax, (0.5 * len(values) + 1.5, 2.5))
     ax.bar(range(len(values)), values, color=color)
-    ax.set_xticks(range(len(values)), labels if labels is not None else range(len(values)),
-                  rotation=45 if labels is not None else 0)
+    ax.set_xticks(
+        range(len(values)),
+        labels if labels is not None else range(len(values)),
+        rotation=45 if labels is not None else 0,
+    )
     ax.set_ylabel(ylabel)
     if ylim is not None:
         ax.set_ylim(*ylim)
@@ -124,9 +154,8 @@ def arrows_2d(vectors, labels, *, ax=None, title=None):
     if len(labels) != len(vectors):
         raise ValueError(f"labels has {len(labels)} entries but vectors has shape {vectors.shape}")
     ax = _new_axes(ax, (4, 4))
-    palette = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for i, ((x, y), label) in enumerate(zip(vectors, labels, strict=True)):
-        color = palette[i % len(palette)]
+        color = TAB10[i % len(TAB10)]
         ax.annotate("", xy=(x, y), xytext=(0, 0), arrowprops={"arrowstyle": "-|>", "color": color, "lw": 2})
         ax.text(x, y, f" {label} ", color=color, ha="left" if x >= 0 else "right", va="bottom")
     margin = 0.25 * max(np.abs(vectors).max(), 1e-9)  # room for the labels
@@ -152,15 +181,16 @@ def labelled_scatter(points, labels, groups=None, *, ax=None, title=None):
         raise ValueError(f"points must have shape (n, 2), got {points.shape}")
     groups = ["points"] * len(points) if groups is None else list(groups)
     if len(labels) != len(points) or len(groups) != len(points):
-        raise ValueError(f"labels ({len(labels)}) and groups ({len(groups)}) need one entry per point; "
-                         f"points has shape {points.shape}")
+        raise ValueError(
+            f"labels ({len(labels)}) and groups ({len(groups)}) need one entry per point; "
+            f"points has shape {points.shape}"
+        )
     ax = _new_axes(ax, (7.5, 5.5))
-    colors = [None] * len(points)
-    for group in dict.fromkeys(groups):  # first-seen order, so the legend reads like the input
+    order = list(dict.fromkeys(groups))  # first-seen order, so the legend reads like the input
+    colors = [TAB10[order.index(g) % len(TAB10)] for g in groups]  # (n,): each point its group's colour
+    for group in order:
         rows = [i for i, g in enumerate(groups) if g == group]
-        dots = ax.scatter(points[rows, 0], points[rows, 1], s=18, label=group)
-        for i in rows:
-            colors[i] = dots.get_facecolor()[0]
+        ax.scatter(points[rows, 0], points[rows, 1], s=18, color=colors[rows[0]], label=group)
     span = np.ptp(points, axis=0) + 1e-9  # (2,): room around the dots for the labels
     ax.set_xlim(points[:, 0].min() - 0.08 * span[0], points[:, 0].max() + 0.15 * span[0])
     ax.set_ylim(points[:, 1].min() - 0.08 * span[1], points[:, 1].max() + 0.08 * span[1])
@@ -233,8 +263,10 @@ def head_grid(weights, query_labels, key_labels=None, *, titles=None, ncols=4, a
     n_heads, n_q, n_k = weights.shape
     key_labels = query_labels if key_labels is None else key_labels
     if len(key_labels) != n_k or len(query_labels) != n_q:
-        raise ValueError(f"weights has shape {weights.shape} (n_heads, T_q, T_k) but got "
-                         f"{len(query_labels)} query labels and {len(key_labels)} key labels")
+        raise ValueError(
+            f"weights has shape {weights.shape} (n_heads, T_q, T_k) but got "
+            f"{len(query_labels)} query labels and {len(key_labels)} key labels"
+        )
     titles = [f"head {i}" for i in range(n_heads)] if titles is None else list(titles)
     if len(titles) != n_heads:
         raise ValueError(f"titles has {len(titles)} entries but weights has {n_heads} heads (shape {weights.shape})")
@@ -246,8 +278,19 @@ def head_grid(weights, query_labels, key_labels=None, *, titles=None, ncols=4, a
             ax.axis("off")  # an empty slot in the last row
             continue
         first_col, last_row = i % ncols == 0, i // ncols == nrows - 1
-        heatmap(weights[i], query_labels, key_labels, ax=ax, title=titles[i], vmin=0, vmax=1, colorbar=False,
-                annotate=annotate, xlabel="key" if last_row else "", ylabel="query" if first_col else "")
+        heatmap(
+            weights[i],
+            query_labels,
+            key_labels,
+            ax=ax,
+            title=titles[i],
+            vmin=0,
+            vmax=1,
+            colorbar=False,
+            annotate=annotate,
+            xlabel="key" if last_row else "",
+            ylabel="query" if first_col else "",
+        )
         if not first_col:
             ax.set_yticklabels([])
     fig.tight_layout()

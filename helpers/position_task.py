@@ -1,27 +1,41 @@
 """03's previous-token task trained without positions, with sinusoidal encodings added, and with RoPE.
 
 The symbols are fixed orthonormal vectors that use all d_model dimensions (03's one-hots, rotated),
-so an added encoding shares the dimensions the symbols use.
-Taught in 07_positional_encoding (the model and its training are 03's; only the positions differ).
+so an added encoding shares the dimensions the symbols use. The model and its training are 03's
+(toy_task.py, with rotary=True for RoPE); only the positions differ.
+Taught in 07_positional_encoding.
 """
 
 import numpy as np
 
 from helpers._validate import as_float_array, as_rng, positive_int
-from helpers.attention import attention_backward, scaled_dot_product_attention
-from helpers.positional import apply_rotary, sinusoidal_positional_encoding
-from helpers.training import (
-    _check_layer_input,
-    accuracy,
+from helpers.losses import accuracy, check_ids
+from helpers.positional import sinusoidal_positional_encoding
+from helpers.toy_task import (
     attention_layer,
     attention_layer_loss,
     init_attention_params,
     previous_token_task,
-    sgd_step,
-    softmax_cross_entropy,
+    train_attention_layer,
 )
 
+__all__ = [
+    "KINDS",
+    "symbol_vectors",
+    "task_inputs",
+    "rotary_attention_layer",
+    "rotary_attention_layer_loss",
+    "train_with_positions",
+    "predict",
+    "position_experiment",
+]
+
 KINDS = ("none", "one-hot", "sinusoidal", "rope")  # how the model learns where each token is
+
+
+def _check_kind(kind):
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
 
 
 def symbol_vectors(n_symbols, d_model, rng=None):
@@ -30,7 +44,6 @@ def symbol_vectors(n_symbols, d_model, rng=None):
     They use every dimension (as dense token vectors do), so an added encoding shares the dimensions
     with them; being orthonormal, they train as easily as one-hots.
     Shapes: -> (n_symbols, d_model) float64 with orthonormal rows; needs n_symbols <= d_model.
-    Taught in 07_positional_encoding.
     """
     n_symbols, d_model = positive_int(n_symbols, "n_symbols"), positive_int(d_model, "d_model")
     if n_symbols > d_model:
@@ -47,16 +60,12 @@ def task_inputs(symbols, E, kind):
     kind: "none" and "rope" -> E[symbols] (RoPE acts on q and k, not on the input);
           "sinusoidal" -> E[symbols] + PE; "one-hot" -> [E[symbols] | one-hot position] (03's way).
     Shapes: symbols int (B, T), E (n_symbols, d_model) -> (B, T, d_model), or (B, T, d_model + T) for "one-hot".
-    Taught in 07_positional_encoding.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     E = as_float_array(E, "E", min_ndim=2)
-    symbols = np.asarray(symbols)
-    if symbols.ndim != 2 or not np.issubdtype(symbols.dtype, np.integer):
-        raise ValueError(f"symbols must be integer indices of shape (B, T), got {symbols.dtype} {symbols.shape}")
-    if symbols.size and (symbols.min() < 0 or symbols.max() >= len(E)):
-        raise ValueError(f"symbols must lie in [0, {len(E)}) (E has shape {E.shape})")
+    symbols = check_ids(symbols, "symbols", len(E))  # rows of E
+    if symbols.ndim != 2:
+        raise ValueError(f"symbols must be integer indices of shape (B, T), got shape {symbols.shape}")
     B, T = symbols.shape
     X = E[symbols]  # (B, T) -> (B, T, d_model)
     if kind == "sinusoidal":
@@ -67,28 +76,14 @@ def task_inputs(symbols, E, kind):
     return X
 
 
-def _check_rotary_input(params, X):
-    """03's checks of X and W_q, W_k, W_v, plus RoPE's: d_k must be even (it rotates pairs)."""
-    X = _check_layer_input(params, X)
-    d_k = np.shape(params["W_q"])[1]
-    if d_k % 2:
-        raise ValueError(f"RoPE rotates pairs of q and k dimensions, so d_k must be even; "
-                         f"W_q and W_k have shape {np.shape(params['W_q'])}")
-    return X
-
-
 def rotary_attention_layer(params, X, scale=1.0):
     """03's attention layer with RoPE on the queries and keys: softmax(R Q (R K)^T * scale) V.
 
     Shapes: X (B, T, d_model), W_q, W_k (d_model, d_k) with d_k even, W_v (d_model, C)
             -> logits (B, T, C), weights (B, T, T).
-    Taught in 07_positional_encoding.
+    It is toy_task.attention_layer with rotary=True.
     """
-    X = _check_rotary_input(params, X)
-    Q = apply_rotary(X @ params["W_q"])  # (B, T, d_model) @ (d_model, d_k) -> (B, T, d_k), then rotated
-    K = apply_rotary(X @ params["W_k"])  # (B, T, d_k), rotated
-    V = X @ params["W_v"]  # (B, T, d_model) @ (d_model, C) -> (B, T, C)
-    return scaled_dot_product_attention(Q, K, V, scale=scale)
+    return attention_layer(params, X, scale, rotary=True)
 
 
 def rotary_attention_layer_loss(params, X, targets, scale=1.0):
@@ -96,20 +91,9 @@ def rotary_attention_layer_loss(params, X, targets, scale=1.0):
 
     Shapes: as rotary_attention_layer; targets int (B, T) -> loss (), grads {name: like params[name]}, weights.
     Math: Q = R(XW_q) with R a rotation, so d(XW_q) = R^T dQ, and R^T is the rotation by minus the angle.
-    Taught in 07_positional_encoding.
+    It is toy_task.attention_layer_loss with rotary=True.
     """
-    X = _check_rotary_input(params, X)
-    positions = np.arange(X.shape[-2])  # (T,)
-    Q_raw, K_raw, V = X @ params["W_q"], X @ params["W_k"], X @ params["W_v"]  # (B, T, d_k), (B, T, d_k), (B, T, C)
-    Q, K = apply_rotary(Q_raw, positions), apply_rotary(K_raw, positions)  # (B, T, d_k) each
-    logits, weights = scaled_dot_product_attention(Q, K, V, scale=scale)  # (B, T, C), (B, T, T)
-    loss, d_logits = softmax_cross_entropy(logits, targets)
-    dQ, dK, dV = attention_backward(d_logits, Q, K, V, scale=scale)
-    dQ_raw, dK_raw = apply_rotary(dQ, -positions), apply_rotary(dK, -positions)  # R^T: rotate back
-    X_T = np.swapaxes(X, -1, -2)  # (B, T, d_model) -> (B, d_model, T)
-    grads = {name: (X_T @ d).sum(axis=0)  # (B, d_model, T) @ (B, T, n) -> (B, d_model, n) -> (d_model, n)
-             for name, d in (("W_q", dQ_raw), ("W_k", dK_raw), ("W_v", dV))}
-    return loss, grads, weights
+    return attention_layer_loss(params, X, targets, scale, rotary=True)
 
 
 def train_with_positions(kind, X, targets, n_classes, *, d_k=16, steps=200, lr=2.0, rng=None, std=0.1):
@@ -118,18 +102,11 @@ def train_with_positions(kind, X, targets, n_classes, *, d_k=16, steps=200, lr=2
     kind "rope" rotates q and k; every other kind uses 03's layer unchanged (X already carries its positions).
     Shapes: X (B, T, d_in) from task_inputs, targets int (B, T) in [0, n_classes)
             -> params {W_q, W_k (d_in, d_k), W_v (d_in, n_classes)}, losses (`steps` floats, each before its step).
-    Taught in 07_positional_encoding.
     """
-    if kind not in KINDS:
-        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    _check_kind(kind)
     X = as_float_array(X, "X", min_ndim=3)
     params = init_attention_params(X.shape[-1], d_k, n_classes, rng=rng, std=std)
-    loss_fn = rotary_attention_layer_loss if kind == "rope" else attention_layer_loss
-    losses = []
-    for _ in range(positive_int(steps, "steps")):
-        loss, grads, _ = loss_fn(params, X, targets)
-        losses.append(float(loss))
-        sgd_step(params, grads, lr)
+    losses = train_attention_layer(params, X, targets, steps=steps, lr=lr, rotary=kind == "rope")
     return params, losses
 
 
@@ -137,24 +114,20 @@ def predict(kind, params, X):
     """The trained layer's class scores for X: RoPE's layer for kind "rope", 03's layer otherwise.
 
     Shapes: X (B, T, d_in) -> logits (B, T, C), weights (B, T, T).
-    Taught in 07_positional_encoding.
     """
-    layer = rotary_attention_layer if kind == "rope" else attention_layer
-    return layer(params, X)
+    return attention_layer(params, X, rotary=kind == "rope")
 
 
 def position_experiment(kinds=KINDS, *, n_symbols=8, T=6, d_model=16, n_train=64, n_test=1000, steps=200):
-    """Train one layer per kind on 03's task and return its test accuracy: {kind: accuracy}.
-
-    Taught in 07_positional_encoding.
-    """
+    """Train one layer per kind on 03's task and return its test accuracy: {kind: accuracy}."""
     E = symbol_vectors(n_symbols, d_model, rng=0)
     _, symbols_train, targets_train = previous_token_task(n_train, T=T, n_symbols=n_symbols, rng=0)
     _, symbols_test, targets_test = previous_token_task(n_test, T=T, n_symbols=n_symbols, rng=1)
     results = {}
     for kind in kinds:
-        params, _ = train_with_positions(kind, task_inputs(symbols_train, E, kind), targets_train, n_symbols,
-                                         steps=steps)
+        params, _ = train_with_positions(
+            kind, task_inputs(symbols_train, E, kind), targets_train, n_symbols, steps=steps
+        )
         logits, _ = predict(kind, params, task_inputs(symbols_test, E, kind))
         results[kind] = accuracy(logits, targets_test)
     return results

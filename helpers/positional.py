@@ -13,7 +13,6 @@ def sinusoidal_positional_encoding(T, d_model):
 
     Shapes: -> (T, d_model) float64.
     Math: PE[p, 2i] = sin(p / 10000^(2i/d_model)), PE[p, 2i+1] = cos(p / 10000^(2i/d_model)).
-    Taught in 07_positional_encoding.
     """
     T = positive_int(T, "T")
     d_model = positive_int(d_model, "d_model")
@@ -39,8 +38,10 @@ def _rotary_positions(positions, x):
     except ValueError:
         fits = False
     if not fits:  # positions may not add axes that x does not have: the output has x's shape
-        raise ValueError(f"positions with shape {positions.shape} does not broadcast to x's (..., T) = "
-                         f"{x.shape[:-1]} (x has shape {x.shape})")
+        raise ValueError(
+            f"positions with shape {positions.shape} does not broadcast to x's (..., T) = "
+            f"{x.shape[:-1]} (x has shape {x.shape})"
+        )
     return positions
 
 
@@ -48,7 +49,6 @@ def rotary_angles(positions, d, base=10000):
     """The angle each pair (2i, 2i+1) is turned by: position * base^(-2i/d).
 
     Shapes: positions (..., T), d even -> (..., T, d/2) float64.
-    Taught in 07_positional_encoding.
     """
     frequencies = float(base) ** (-np.arange(0, d, 2) / d)  # (d/2,): 1, then geometrically slower
     return np.asarray(positions, dtype=np.float64)[..., None] * frequencies  # (..., T, 1) * (d/2,) -> (..., T, d/2)
@@ -61,7 +61,6 @@ def apply_rotary(x, positions=None, base=10000):
     Math: [x_2i, x_2i+1] -> [x_2i cos a - x_2i+1 sin a, x_2i sin a + x_2i+1 cos a], a = p * base^(-2i/d);
           then (R_m q) . (R_n k) = q . R_(n-m) k depends only on the offset n - m.
     The transpose (the backward pass) is the rotation by -a: apply_rotary(dy, -positions).
-    Taught in 07_positional_encoding.
     """
     x = as_float_array(x, "x", min_ndim=2)
     d = x.shape[-1]
@@ -82,7 +81,6 @@ def learned_position_table(dtype=np.float32):
     """The pretrained model's learned absolute position embeddings (all-MiniLM-L6-v2), one row per position.
 
     Shapes: -> (512, 384): row p is added to the token vector at position p; there is no row 512.
-    Taught in 07_positional_encoding.
     """
     from helpers.pretrained import load_tensor  # imported here: the weights are read only when asked for
 

@@ -66,10 +66,7 @@ _CONTROLS = _find_controls()
 
 
 def blas_controllable():
-    """True if this process's BLAS thread count can be set (then our threads may use every core).
-
-    Taught in 10_efficient_attention.
-    """
+    """True if this process's BLAS thread count can be set (then our threads may use every core)."""
     return bool(_CONTROLS)
 
 
@@ -80,10 +77,7 @@ def blas_threads():
 
 @contextlib.contextmanager
 def blas_single_thread():
-    """Hold BLAS to one thread inside the `with` block (process-wide), then restore it.
-
-    Taught in 10_efficient_attention.
-    """
+    """Hold BLAS to one thread inside the `with` block (process-wide), then restore it."""
     global _depth, _saved
     with _lock:
         if _depth == 0:
@@ -109,10 +103,7 @@ def cpu_count():
 
 
 def default_threads():
-    """Every core if BLAS can be held to one thread, else 1 (BLAS keeps its own threads).
-
-    Taught in 10_efficient_attention.
-    """
+    """Every core if BLAS can be held to one thread, else 1 (BLAS keeps its own threads)."""
     return cpu_count() if blas_controllable() else 1
 
 

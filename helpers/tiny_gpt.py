@@ -3,8 +3,7 @@
     words -> E[word] -> n_layers x block (causal attention with rotary positions, feed-forward)
           -> [LayerNorm] -> W_out -> the next word's logits
 
-Trained on streams of sentences of helpers.grammar, each ended by ".". Every part's backward pass is
-in gpt_block.py (built on 08's transformer.py); judging what it writes is in next_word.py.
+Trained on helpers.grammar's sentences, each ended by "."; the parts' backward passes are in gpt_block.py.
 Taught in 11_tiny_gpt.
 """
 
@@ -13,22 +12,38 @@ from dataclasses import dataclass
 import numpy as np
 
 from helpers._validate import as_rng, positive_int
-from helpers.gpt_block import NORMS, _linear_backward, _norm, _norm_backward, block, block_backward
+from helpers.gpt_block import NORMS, block, block_backward
+from helpers.gradients import Adam
 from helpers.kv_cache import KVCache
-from helpers.next_word import (  # noqa: F401 - VOCAB and the data helpers are part of this module's API too
+from helpers.losses import check_ids, softmax_cross_entropy
+from helpers.next_word import (  # VOCAB and the data helpers are part of this module's API (__all__)
     END,
     VOCAB,
     WORD_ID,
+    check_sampling,
     default_corpus,
     encode,
     next_word_distribution,
+    prompt_ids,
     random_windows,
     sample,
     stream,
 )
 from helpers.threads import blas_single_thread
-from helpers.training import Adam, softmax_cross_entropy
-from helpers.transformer import check_ids, embed_backward
+from helpers.transformer import (
+    check_params,
+    embed_backward,
+    linear_backward,
+    named_layer_norm,
+    named_layer_norm_backward,
+)
+
+# the model; training; writing; next_word.py's data helpers (one list would take a line per name)
+__all__ = ["Config", "parameter_shapes", "init_params", "forward_with_cache", "forward", "backward", "input_gradient"]
+__all__ += ["loss_and_grads", "train_next_word", "DEFAULT_STEPS", "train_default"]
+__all__ += ["span_needed", "next_logits", "generate"]
+__all__ += ["END", "VOCAB", "WORD_ID", "default_corpus", "encode", "next_word_distribution", "random_windows"]
+__all__ += ["sample", "stream"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +51,6 @@ class Config:
     """The model's sizes and which variant it is (the residual and pre/post-LN experiments switch them).
 
     context: the words each position may look back over (itself included); training windows have this length.
-    Taught in 11_tiny_gpt.
     """
 
     vocab_size: int = len(VOCAB)
@@ -63,14 +77,14 @@ def parameter_shapes(config):
     Shapes: E (vocab, d); per layer l: "l.W_q", "l.W_k", "l.W_v", "l.W_o" (d, d), "l.W_1" (d, d_ff), "l.b_1"
             (d_ff,), "l.W_2" (d_ff, d), "l.b_2" (d,), "l.ln1_gamma/beta", "l.ln2_gamma/beta" (d,); with pre-LN a
             final "ln_f_gamma/beta" (d,); W_out (d, vocab), b_out (vocab,).
-    Taught in 11_tiny_gpt.
     """
     d, V, d_ff = config.d_model, config.vocab_size, config.d_ff
     shapes = {"E": (V, d)}
     for layer in range(config.n_layers):
         shapes.update({f"{layer}.{name}": (d, d) for name in ("W_q", "W_k", "W_v", "W_o")})
-        shapes.update({f"{layer}.W_1": (d, d_ff), f"{layer}.b_1": (d_ff,), f"{layer}.W_2": (d_ff, d),
-                       f"{layer}.b_2": (d,)})
+        shapes.update(
+            {f"{layer}.W_1": (d, d_ff), f"{layer}.b_1": (d_ff,), f"{layer}.W_2": (d_ff, d), f"{layer}.b_2": (d,)}
+        )
         shapes.update({f"{layer}.{norm}_{part}": (d,) for norm in ("ln1", "ln2") for part in ("gamma", "beta")})
     if config.norm == "pre":
         shapes.update(ln_f_gamma=(d,), ln_f_beta=(d,))
@@ -83,7 +97,6 @@ def init_params(config, rng=None):
     so the residual stream does not grow with depth), biases 0, LayerNorm gammas 1.
 
     Shapes: as parameter_shapes(config).
-    Taught in 11_tiny_gpt.
     """
     rng = as_rng(rng)
     params = {}
@@ -103,14 +116,11 @@ def init_params(config, rng=None):
 def _layer(params, layer):
     """The parameters of one block, under the names gpt_block uses."""
     prefix = f"{layer}."
-    return {name[len(prefix):]: value for name, value in params.items() if name.startswith(prefix)}
+    return {name[len(prefix) :]: value for name, value in params.items() if name.startswith(prefix)}
 
 
 def _check(params, config, ids):
-    wrong = {n: np.shape(params[n]) if n in params else "missing" for n, shape in parameter_shapes(config).items()
-             if n not in params or np.shape(params[n]) != shape}
-    if wrong:
-        raise ValueError(f"params do not fit {config}: {wrong} (expected parameter_shapes(config))")
+    check_params(params, parameter_shapes(config), config)
     ids = check_ids(ids, "ids", config.vocab_size)
     if ids.ndim != 2 or ids.shape[1] == 0:
         raise ValueError(f"ids must have shape (B, T) with T >= 1, got {ids.shape}")
@@ -121,19 +131,26 @@ def forward_with_cache(params, config, ids, start=0, kv_caches=None):
     """forward, plus what backward needs (cache["weights"]: one (B, n_heads, T, T_k) array per layer).
 
     kv_caches: one KVCache per layer holding the words before ids (generation), or None.
-    Taught in 11_tiny_gpt.
     """
     ids = _check(params, config, ids)
     x = params["E"][ids]  # (B, T) -> (B, T, d): one row of E per word; positions enter in the attention
     cache = {"ids": ids, "blocks": [], "weights": []}
     with blas_single_thread():  # small products: BLAS's own threads only slow them down, more so on a busy machine
         for layer in range(config.n_layers):
-            x, block_cache = block(_layer(params, layer), x, config.n_heads, window=config.context, start=start,
-                                   norm=config.norm, residual=config.residual,
-                                   kv_cache=None if kv_caches is None else kv_caches[layer])
+            x, block_cache = block(
+                _layer(params, layer),
+                x,
+                config.n_heads,
+                window=config.context,
+                start=start,
+                norm=config.norm,
+                residual=config.residual,
+                kv_cache=None if kv_caches is None else kv_caches[layer],
+            )
             cache["blocks"].append(block_cache)
             cache["weights"].append(block_cache["weights"])
-        cache["x"], cache["z"] = x, (_norm(params, "ln_f", x) if config.norm == "pre" else x)  # (B, T, d) each
+        z = named_layer_norm(params, "ln_f", x) if config.norm == "pre" else x  # (B, T, d)
+        cache["x"], cache["z"] = x, z
         return cache["z"] @ params["W_out"] + params["b_out"], cache  # (B, T, d) @ (d, V) -> (B, T, V)
 
 
@@ -144,7 +161,6 @@ def forward(params, config, ids, start=0):
     (rotary positions; a window cut from a longer text). Each position looks back over at most
     config.context words.
     Shapes: ids int (B, T) -> logits (B, T, len(VOCAB)).
-    Taught in 11_tiny_gpt.
     """
     return forward_with_cache(params, config, ids, start)[0]
 
@@ -153,12 +169,19 @@ def _backward_to_input(d_logits, params, config, cache, start=0):
     """Back from the logits to the first block's input: its gradient, and every parameter's but E's."""
     grads = {}
     with blas_single_thread():
-        d_z, grads["W_out"], grads["b_out"] = _linear_backward(d_logits, cache["z"], params["W_out"])  # (B, T, d)
-        d_x = _norm_backward(d_z, params, "ln_f", cache["x"], grads) if config.norm == "pre" else d_z
+        d_z, grads["W_out"], grads["b_out"] = linear_backward(d_logits, cache["z"], params["W_out"], flatten=True)
+        d_x = named_layer_norm_backward(d_z, params, "ln_f", cache["x"], grads) if config.norm == "pre" else d_z
         for layer in reversed(range(config.n_layers)):
-            d_x, block_grads = block_backward(d_x, _layer(params, layer), cache["blocks"][layer], config.n_heads,
-                                              window=config.context, start=start, norm=config.norm,
-                                              residual=config.residual)
+            d_x, block_grads = block_backward(
+                d_x,
+                _layer(params, layer),
+                cache["blocks"][layer],
+                config.n_heads,
+                window=config.context,
+                start=start,
+                norm=config.norm,
+                residual=config.residual,
+            )
             grads.update({f"{layer}.{name}": g for name, g in block_grads.items()})
     return d_x, grads
 
@@ -167,7 +190,6 @@ def backward(d_logits, params, config, cache, start=0):
     """Gradients of the loss w.r.t. every parameter, given its gradient w.r.t. the logits.
 
     Shapes: d_logits (B, T, vocab) -> grads {name: like params[name]}.
-    Taught in 11_tiny_gpt.
     """
     d_x, grads = _backward_to_input(d_logits, params, config, cache, start)
     grads["E"] = embed_backward(d_x, cache["ids"], config.vocab_size)  # (B, T, d) -> (vocab, d)
@@ -178,7 +200,6 @@ def input_gradient(d_logits, params, config, cache, start=0):
     """The gradient that reaches the first block: the loss's gradient w.r.t. the word vectors E[ids].
 
     Shapes: d_logits (B, T, vocab) -> (B, T, d_model).
-    Taught in 11_tiny_gpt.
     """
     return _backward_to_input(d_logits, params, config, cache, start)[0]
 
@@ -187,7 +208,6 @@ def loss_and_grads(params, config, ids):
     """Next-word cross-entropy over a batch of windows, and its gradients: position t predicts word t + 1.
 
     Shapes: ids int (B, T + 1) -> loss float, grads {name: like params[name]}.
-    Taught in 11_tiny_gpt.
     """
     ids = np.asarray(ids)
     inputs, targets = ids[:, :-1], ids[:, 1:]  # (B, T) each: the targets are the inputs shifted by one
@@ -196,12 +216,12 @@ def loss_and_grads(params, config, ids):
     return float(loss), backward(d_logits, params, config, cache)
 
 
-def train(params, config, train_ids, *, steps=1000, batch_size=32, lr=1e-2, rng=None, callback=None):
-    """Adam (learning rate decaying linearly to a hundredth) on random windows of the training stream.
+def train_next_word(params, config, train_ids, *, steps=1000, batch_size=32, lr=1e-2, rng=None, callback=None):
+    """Train the model to predict the next word: Adam on random windows of the training stream.
 
+    The learning rate decays linearly to a hundredth of lr.
     Shapes: train_ids int (N,) -> losses, a list of `steps` floats. Updates params in place.
     callback(step, loss) is called after every step (a progress bar, a live curve).
-    Taught in 11_tiny_gpt.
     """
     rng = as_rng(rng)
     optimiser, losses = Adam(params, lr=lr), []
@@ -224,40 +244,16 @@ def train_default(seed=0, steps=DEFAULT_STEPS, callback=None):
     """The notebook's model: Config() trained on default_corpus(seed). Deterministic for a seed.
 
     Shapes: -> (params, config).
-    Taught in 11_tiny_gpt.
     """
     config = Config()
     rng = np.random.default_rng(seed)
     params = init_params(config, rng)
-    train(params, config, stream(default_corpus(seed)[0]), steps=steps, rng=rng, callback=callback)
+    train_next_word(params, config, stream(default_corpus(seed)[0]), steps=steps, rng=rng, callback=callback)
     return params, config
 
 
-def _check_generate(prompt, n_new, temperature, top_k):
-    words = prompt.split() if isinstance(prompt, str) else prompt
-    if not isinstance(words, (list, tuple)) or not all(isinstance(w, str) for w in words):
-        raise TypeError(f"prompt must be a list of words (str), got {type(prompt).__name__} {prompt!r}")
-    if not words:
-        raise ValueError("prompt must hold at least one word (a sentence may start after '.')")
-    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
-        raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float, np.number)) \
-            or not 0 <= temperature < np.inf:
-        raise ValueError(f"temperature must be a number >= 0 (0 = greedy), got {temperature!r}")
-    if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer))
-                              or not 1 <= top_k <= len(VOCAB)):
-        raise ValueError(f"top_k must be None or an int in [1, {len(VOCAB)}], got {top_k!r}")
-    try:
-        return [int(i) for i in encode(words)], int(n_new)
-    except ValueError as exc:
-        raise ValueError(f"prompt has {exc}") from None
-
-
 def span_needed(config):
-    """How many of the latest words the next word depends on: each layer looks back context - 1 more.
-
-    Taught in 11_tiny_gpt.
-    """
+    """How many of the latest words the next word depends on: each layer looks back context - 1 more."""
     return config.n_layers * (config.context - 1) + 1
 
 
@@ -267,14 +263,14 @@ def next_logits(params, config, ids, kv_caches=None, unseen=1):
     kv_caches: one KVCache per layer holding every word of ids but the last `unseen`, which are run now
     (and join the caches). None: no cache; the model reruns every word the next one depends on.
     Shapes: ids a list of T ints -> logits (V,), weights [(n_heads, T_k)] * n_layers.
-    Taught in 11_tiny_gpt.
     """
     if kv_caches is None:
-        span = ids[-span_needed(config):]  # the words before these change nothing (a sliding window)
+        span = ids[-span_needed(config) :]  # the words before these change nothing (a sliding window)
         logits, cache = forward_with_cache(params, config, np.asarray(span)[None], start=len(ids) - len(span))
     else:
-        logits, cache = forward_with_cache(params, config, np.asarray(ids[-unseen:])[None], len(ids) - unseen,
-                                           kv_caches)
+        logits, cache = forward_with_cache(
+            params, config, np.asarray(ids[-unseen:])[None], len(ids) - unseen, kv_caches
+        )
     return logits[0, -1], [w[0, :, -1] for w in cache["weights"]]
 
 
@@ -286,9 +282,11 @@ def generate(params, config, prompt, n_new, *, temperature=1.0, top_k=None, rng=
     window in every layer), so it can write on forever; cache=True and cache=False compute the same.
     rng: a seed or Generator (None: seed 0), one uniform number per word.
     Shapes: prompt a list of words -> a list of len(prompt) + n_new words.
-    Taught in 11_tiny_gpt.
     """
-    ids, n_new = _check_generate(prompt, n_new, temperature, top_k)
+    ids = prompt_ids(prompt)
+    if isinstance(n_new, bool) or not isinstance(n_new, (int, np.integer)) or n_new < 0:
+        raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
+    check_sampling(temperature, top_k, config.vocab_size)
     rng = as_rng(rng)
     kv_caches = [KVCache() for _ in range(config.n_layers)] if cache else None
     unseen = len(ids)  # the prompt goes through the cached model at once, then one word at a time
@@ -297,3 +295,6 @@ def generate(params, config, prompt, n_new, *, temperature=1.0, top_k=None, rng=
         ids.append(int(np.argmax(probs)) if temperature == 0 else sample(probs, rng))
         unseen = 1
     return [VOCAB[i] for i in ids]
+
+
+train = train_next_word  # the name before issue 22 (it clashed with training.train and tiny_model.train)

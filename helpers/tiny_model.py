@@ -11,20 +11,34 @@ import numpy as np
 from helpers import grammar
 from helpers._validate import as_rng, positive_int
 from helpers.attention import softmax
+from helpers.gradients import Adam
+from helpers.losses import check_ids, softmax_cross_entropy
 from helpers.positional import sinusoidal_positional_encoding
-from helpers.training import Adam, softmax_cross_entropy
 from helpers.transformer import (
-    LN_EPS,
-    check_ids,
+    check_params,
     embed_backward,
     gelu,
     gelu_backward,
-    layer_norm,
-    layer_norm_backward,
     linear_backward,
+    named_layer_norm,
+    named_layer_norm_backward,
     self_attention,
     self_attention_backward,
 )
+
+__all__ = [
+    "Config",
+    "parameter_shapes",
+    "init_params",
+    "forward",
+    "backward",
+    "loss_and_grads",
+    "choose_masks",
+    "train_masked_word",
+    "evaluate_verbs",
+    "subject_share",
+    "predict",
+]
 
 
 @dataclass(frozen=True)
@@ -32,8 +46,6 @@ class Config:
     """Which parts the model has, and its sizes. The baselines switch off `attention` or `positions`.
 
     residual=False reads out the attention's change alone, E' = delta_E, instead of E' = E + delta_E.
-
-    Taught in 08_training_a_tiny_transformer.
     """
 
     vocab_size: int = len(grammar.VOCAB)
@@ -60,7 +72,6 @@ def parameter_shapes(config):
 
     Shapes: E (vocab, d); W_q, W_k, W_v, W_o (d, d); with feed-forward W_1 (d, d_ff), b_1 (d_ff,),
             W_2 (d_ff, d), b_2 (d,); with LayerNorm a gamma and a beta (d,) per norm; W_out (d, vocab), b_out (vocab,).
-    Taught in 08_training_a_tiny_transformer.
     """
     d, V = config.d_model, config.vocab_size
     shapes = {"E": (V, d)}
@@ -79,7 +90,6 @@ def init_params(config, rng=None):
     """Random starting parameters: E ~ N(0, 1/4), matrices ~ N(0, 1/d_in), biases 0, LayerNorm gammas 1.
 
     Shapes: as parameter_shapes(config).
-    Taught in 08_training_a_tiny_transformer.
     """
     rng = as_rng(rng)
     params = {}
@@ -98,10 +108,7 @@ def init_params(config, rng=None):
 def _check_batch(params, config, ids, lengths, masked):
     """ids, lengths and masked as int arrays, checked: params fit config, and they describe B sentences
     with one masked word each. Raises ValueError/TypeError naming the argument otherwise."""
-    wrong = {n: np.shape(params[n]) if n in params else "missing" for n, shape in parameter_shapes(config).items()
-             if n not in params or np.shape(params[n]) != shape}
-    if wrong:
-        raise ValueError(f"params do not fit {config}: {wrong} (expected parameter_shapes(config))")
+    check_params(params, parameter_shapes(config), config)
     ids = check_ids(ids, "ids", config.vocab_size)
     if ids.ndim != 2:
         raise ValueError(f"ids must have shape (B, T), got {ids.shape}")
@@ -110,8 +117,9 @@ def _check_batch(params, config, ids, lengths, masked):
         if value.size and not np.issubdtype(value.dtype, np.integer):
             raise TypeError(f"{name} must be integers, got dtype {value.dtype} with shape {value.shape}")
     if lengths.shape != ids.shape[:1] or not ((1 <= lengths) & (lengths <= ids.shape[1])).all():
-        raise ValueError(f"lengths must be {len(ids)} ints in [1, T={ids.shape[1]}] for ids {ids.shape}, "
-                         f"got {lengths!r}")
+        raise ValueError(
+            f"lengths must be {len(ids)} ints in [1, T={ids.shape[1]}] for ids {ids.shape}, got {lengths!r}"
+        )
     if masked.shape != ids.shape[:1] or not ((0 <= masked) & (masked < lengths)).all():
         raise ValueError(f"masked must be one position per sentence inside its length {lengths!r}, got {masked!r}")
     return ids, lengths, masked
@@ -119,7 +127,7 @@ def _check_batch(params, config, ids, lengths, masked):
 
 def _norm(params, name, x, config):
     """LayerNorm `name` if the model has LayerNorm, else x unchanged."""
-    return layer_norm(x, params[f"{name}_gamma"], params[f"{name}_beta"], LN_EPS) if config.layer_norm else x
+    return named_layer_norm(params, name, x) if config.layer_norm else x
 
 
 def forward(params, config, ids, lengths, masked):
@@ -127,7 +135,6 @@ def forward(params, config, ids, lengths, masked):
 
     Shapes: ids int (B, T), lengths int (B,), masked int (B,) -> logits (B, vocab), cache dict
             (cache["weights"] (B, n_heads, 1, T): the masked word's attention row in each head).
-    Taught in 08_training_a_tiny_transformer.
     """
     ids, lengths, masked = _check_batch(params, config, ids, lengths, masked)
     B, T = ids.shape
@@ -153,25 +160,22 @@ def forward(params, config, ids, lengths, masked):
 
 def _norm_backward(d_out, params, name, x, config, grads):
     """Back through _norm: d_x, and LayerNorm's gamma and beta gradients into `grads`."""
-    if not config.layer_norm:
-        return d_out
-    d_x, grads[f"{name}_gamma"], grads[f"{name}_beta"] = layer_norm_backward(d_out, x, params[f"{name}_gamma"])
-    return d_x
+    return named_layer_norm_backward(d_out, params, name, x, grads) if config.layer_norm else d_out
 
 
 def backward(d_logits, params, config, cache):
     """Gradients of the loss w.r.t. every parameter, given its gradient w.r.t. the logits.
 
     Shapes: d_logits (B, vocab) -> grads {name: like params[name]}.
-    Taught in 08_training_a_tiny_transformer.
     """
     grads = {}
     d_z, grads["W_out"], grads["b_out"] = linear_backward(d_logits, cache["z"], params["W_out"])  # (B, d)
     d_x = _norm_backward(d_z, params, "ln_f", cache["x2"], config, grads)
     if config.feed_forward:  # x2 = x + gelu(a) W_2 + b_2: the residual passes d_x straight through
         d_h, grads["W_2"], grads["b_2"] = linear_backward(d_x, gelu(cache["a"]), params["W_2"])  # (B, d_ff)
-        d_u, grads["W_1"], grads["b_1"] = linear_backward(gelu_backward(d_h, cache["a"]),
-                                                          _norm(params, "ln_2", cache["x"], config), params["W_1"])
+        d_u, grads["W_1"], grads["b_1"] = linear_backward(
+            gelu_backward(d_h, cache["a"]), _norm(params, "ln_2", cache["x"], config), params["W_1"]
+        )
         d_x = d_x + _norm_backward(d_u, params, "ln_2", cache["x"], config, grads)
     ids, lengths, X, masked = cache["ids"], cache["lengths"], cache["X"], cache["masked"]
     d_X = np.zeros_like(X)
@@ -187,10 +191,7 @@ def backward(d_logits, params, config, cache):
 
 
 def loss_and_grads(params, config, ids, lengths, masked, targets):
-    """Cross-entropy of the masked words and its gradients. Shapes: as forward, targets int (B,).
-
-    Taught in 08_training_a_tiny_transformer.
-    """
+    """Cross-entropy of the masked words and its gradients. Shapes: as forward, targets int (B,)."""
     logits, cache = forward(params, config, ids, lengths, masked)
     loss, d_logits = softmax_cross_entropy(logits, targets)
     return loss, backward(d_logits, params, config, cache)
@@ -200,20 +201,20 @@ def choose_masks(sentences, rng, verb_share=0.5):
     """The word to hide in each sentence: its verb with probability verb_share, else any word.
 
     Shapes: list of B Sentence -> positions int (B,).
-    Taught in 08_training_a_tiny_transformer.
     """
     verbs = np.array([s.verb for s in sentences])  # (B,)
     anywhere = rng.integers([len(s.words) for s in sentences])  # (B,), a position inside each sentence
     return np.where(rng.random(len(sentences)) < verb_share, verbs, anywhere)
 
 
-def train(params, config, sentences, *, steps=400, batch_size=64, lr=0.03, verb_share=0.5, rng=None,
-          callback=None):
-    """Adam (learning rate decaying linearly to 0) on batches of sentences with one word hidden in each.
+def train_masked_word(
+    params, config, sentences, *, steps=400, batch_size=64, lr=0.03, verb_share=0.5, rng=None, callback=None
+):
+    """Train the model to fill in hidden words: Adam on batches of sentences with one word hidden in each.
 
+    The learning rate decays linearly to 0.
     Shapes: sentences a list of N Sentence -> losses, a list of `steps` floats. Updates params in place.
     callback(step, loss) is called after every step (a progress bar, a live curve).
-    Taught in 08_training_a_tiny_transformer.
     """
     rng = as_rng(rng)
     all_ids, all_lengths = grammar.encode(sentences)  # (N, T_max), (N,)
@@ -236,7 +237,6 @@ def evaluate_verbs(params, config, sentences):
     """Mask every sentence's verb: accuracy, the predicted word ids and the attention weights.
 
     Shapes: list of N Sentence -> accuracy float, predictions int (N,), weights (N, n_heads, T) or None.
-    Taught in 08_training_a_tiny_transformer.
     """
     ids, lengths = grammar.encode(sentences)
     verbs = np.array([s.verb for s in sentences])
@@ -251,7 +251,6 @@ def subject_share(weights, sentences):
     """Per head, the mean attention weight the masked verb puts on its subject.
 
     Shapes: weights (N, n_heads, T) (each verb's attention row), list of N Sentence -> (n_heads,).
-    Taught in 08_training_a_tiny_transformer.
     """
     rows = np.arange(len(sentences))
     subjects = [s.subject for s in sentences]
@@ -262,7 +261,6 @@ def predict(params, config, words, position):
     """Hide the word at `position` and ask the model: its probability for every word, and each head's row.
 
     Shapes: words T strings, position int -> probabilities (vocab,), weights (n_heads, T) or None.
-    Taught in 08_training_a_tiny_transformer.
     """
     ids, lengths = grammar.encode([words])  # (1, T), (1,)
     if isinstance(position, bool) or not isinstance(position, (int, np.integer)) or not 0 <= position < lengths[0]:
@@ -272,3 +270,6 @@ def predict(params, config, words, position):
     logits, cache = forward(params, config, ids, lengths, masked)  # (1, vocab)
     weights = cache["weights"][0, :, 0] if config.attention else None  # (h, 1, T) -> (h, T)
     return softmax(logits[0]), weights
+
+
+train = train_masked_word  # the name before issue 22 (it clashed with training.train and tiny_gpt.train)

@@ -9,12 +9,25 @@ import numpy as np
 
 from helpers._validate import as_float_array, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention
+from helpers.losses import check_ids
 from helpers.masking import padding_mask
 from helpers.multihead import merge_heads, split_heads
 from helpers.pretrained import erf, gelu, layer_norm
 
-__all__ = ["embed_backward", "linear_backward", "gelu", "gelu_backward", "layer_norm", "layer_norm_backward",
-           "self_attention", "self_attention_backward", "LN_EPS"]
+__all__ = [
+    "embed_backward",
+    "linear_backward",
+    "gelu",
+    "gelu_backward",
+    "layer_norm",
+    "layer_norm_backward",
+    "named_layer_norm",
+    "named_layer_norm_backward",
+    "self_attention",
+    "self_attention_backward",
+    "check_params",
+    "LN_EPS",
+]
 
 LN_EPS = 1e-5  # LayerNorm's epsilon here (BERT's 1e-12 is for float32 weights trained elsewhere)
 
@@ -24,45 +37,44 @@ def embed_backward(d_X, ids, vocab_size):
 
     Shapes: d_X (B, T, d_model), ids int (B, T) -> d_E (vocab_size, d_model).
     Math: X[b, t] = E[ids[b, t]]  =>  dE[v] = sum of dX[b, t] over all (b, t) with ids[b, t] = v.
-    Taught in 08_training_a_tiny_transformer.
     """
     d_X = as_float_array(d_X, "d_X", min_ndim=2)
     ids = check_ids(ids, "ids", positive_int(vocab_size, "vocab_size"))
     if ids.shape != d_X.shape[:-1]:
-        raise ValueError(f"ids has shape {ids.shape} but d_X has shape {d_X.shape}: "
-                         f"expected ids of shape {d_X.shape[:-1]}")
+        raise ValueError(
+            f"ids has shape {ids.shape} but d_X has shape {d_X.shape}: expected ids of shape {d_X.shape[:-1]}"
+        )
     d_E = np.zeros((vocab_size, d_X.shape[-1]), dtype=d_X.dtype)
     np.add.at(d_E, ids, d_X)  # a plain d_E[ids] += d_X would count a repeated word only once
     return d_E
 
 
-def linear_backward(d_out, x, W):
+def linear_backward(d_out, x, W, *, flatten=False):
     """Gradients of y = x W + b w.r.t. x, W and b.
 
+    flatten=False sums dW over one small product per leading index (per sentence); flatten=True stacks every
+    row of the batch into one (N, d_in) matrix and takes one product. The same gradients, summed in another
+    order (so their last bits may differ); the one big product is faster on one BLAS thread (11 runs so).
     Shapes: d_out (..., n, d_out), x (..., n, d_in), W (d_in, d_out) -> d_x like x, d_W (d_in, d_out), d_b (d_out,).
     Math: dx = dy W^T;  dW = x^T dy;  db = the sum of dy's rows (both summed over the batch axes).
-    Taught in 08_training_a_tiny_transformer.
+    Taught in 08_training_a_tiny_transformer; used in 11_tiny_gpt (flatten=True).
     """
     d_out, x, W = (as_float_array(a, name, min_ndim=2) for a, name in ((d_out, "d_out"), (x, "x"), (W, "W")))
     if W.ndim != 2 or x.shape[-1] != W.shape[0] or d_out.shape != x.shape[:-1] + W.shape[1:]:
-        raise ValueError(f"x {x.shape} (..., n, d_in), W {W.shape} (d_in, d_out) and d_out {d_out.shape} "
-                         "(..., n, d_out) do not fit together")
+        raise ValueError(
+            f"x {x.shape} (..., n, d_in), W {W.shape} (d_in, d_out) and d_out {d_out.shape} "
+            "(..., n, d_out) do not fit together"
+        )
+    if flatten:
+        rows_out, rows_in = d_out.reshape(-1, d_out.shape[-1]), x.reshape(-1, x.shape[-1])  # (N, d_out), (N, d_in)
+        d_x, d_W, d_b = linear_backward(rows_out, rows_in, W)  # one (d_in, N) @ (N, d_out) product
+        return d_x.reshape(x.shape), d_W, d_b
     d_x = d_out @ W.T  # (..., n, d_out) @ (d_out, d_in) -> (..., n, d_in)
     # one small product per sentence, then a sum: a single (B*T, d) product would be as many flops,
     # but OpenBLAS splits it over threads, which is many times slower when the cores are busy
     d_W = np.swapaxes(x, -1, -2) @ d_out  # (..., d_in, n) @ (..., n, d_out) -> (..., d_in, d_out)
     d_W = d_W.reshape(-1, *W.shape).sum(axis=0)  # (d_in, d_out)
     return d_x, d_W, d_out.reshape(-1, d_out.shape[-1]).sum(axis=0)
-
-
-def check_ids(ids, name, vocab_size):
-    """Return `ids` as an int array of word ids in [0, vocab_size), or raise naming `name`."""
-    ids = np.asarray(ids)
-    if not np.issubdtype(ids.dtype, np.integer):
-        raise TypeError(f"{name} must be integer word ids, got dtype {ids.dtype}")
-    if ids.size and (ids.min() < 0 or ids.max() >= vocab_size):
-        raise ValueError(f"{name} must lie in [0, {vocab_size}), got values from {ids.min()} to {ids.max()}")
-    return ids
 
 
 def _check_same_shape(d_out, x):
@@ -77,7 +89,6 @@ def gelu_backward(d_out, x):
 
     Shapes: d_out (...), x (...) -> d_x (...).
     Math: d/dx [x Phi(x)] = Phi(x) + x phi(x), with phi(x) = exp(-x^2/2) / sqrt(2 pi).
-    Taught in 08_training_a_tiny_transformer.
     """
     d_out, x = _check_same_shape(d_out, x)
     Phi = 0.5 * (1 + erf(x / np.sqrt(2.0)))  # the normal distribution's CDF
@@ -90,7 +101,6 @@ def layer_norm_backward(d_out, x, gamma, eps=LN_EPS):
 
     Shapes: d_out (..., d), x (..., d), gamma (d,) -> d_x (..., d), d_gamma (d,), d_beta (d,).
     Math: x_hat = (x - mean) / sigma;  dx = (g - mean(g) - x_hat mean(g x_hat)) / sigma with g = dy gamma.
-    Taught in 08_training_a_tiny_transformer.
     """
     d_out, x = _check_same_shape(d_out, x)
     if np.shape(gamma) != x.shape[-1:]:
@@ -101,6 +111,40 @@ def layer_norm_backward(d_out, x, gamma, eps=LN_EPS):
     d_x = (g - g.mean(axis=-1, keepdims=True) - x_hat * (g * x_hat).mean(axis=-1, keepdims=True)) / sigma
     rows = tuple(range(d_out.ndim - 1))
     return d_x, (d_out * x_hat).sum(axis=rows), d_out.sum(axis=rows)
+
+
+def check_params(params, shapes, config):
+    """Raise naming every parameter that is missing or has another shape than `shapes` gives it.
+
+    Shapes: params dict name -> array, shapes dict name -> shape (a model's parameter_shapes(config)).
+    Used in 08_training_a_tiny_transformer (tiny_model) and 11_tiny_gpt (every forward pass checks its params).
+    """
+    wrong = {
+        n: np.shape(params[n]) if n in params else "missing"
+        for n, shape in shapes.items()
+        if n not in params or np.shape(params[n]) != shape
+    }
+    if wrong:
+        raise ValueError(f"params do not fit {config}: {wrong} (expected parameter_shapes(config))")
+
+
+def named_layer_norm(params, name, x):
+    """The LayerNorm whose gamma and beta are params[name + "_gamma"] and params[name + "_beta"].
+
+    Shapes: x (..., d), the gamma and beta (d,) -> (..., d).
+    Used in 08_training_a_tiny_transformer (tiny_model) and 11_tiny_gpt (gpt_block, tiny_gpt).
+    """
+    return layer_norm(x, params[f"{name}_gamma"], params[f"{name}_beta"], LN_EPS)
+
+
+def named_layer_norm_backward(d_out, params, name, x, grads):
+    """Back through named_layer_norm: d_x, with the gamma and beta gradients stored in `grads` under their names.
+
+    Shapes: d_out (..., d), x (..., d) -> d_x (..., d); grads[name + "_gamma"], grads[name + "_beta"] (d,).
+    Used in 08_training_a_tiny_transformer (tiny_model) and 11_tiny_gpt (gpt_block, tiny_gpt).
+    """
+    d_x, grads[f"{name}_gamma"], grads[f"{name}_beta"] = layer_norm_backward(d_out, x, params[f"{name}_gamma"])
+    return d_x
 
 
 def _check_attention_input(params, X, lengths, n_heads, rows):
@@ -115,15 +159,24 @@ def _check_attention_input(params, X, lengths, n_heads, rows):
     if d % positive_int(n_heads, "n_heads"):
         raise ValueError(f"d_model={d} (X has shape {X.shape}) is not divisible by n_heads={n_heads}")
     lengths = np.asarray(lengths)
-    if lengths.shape != (B,) or not np.issubdtype(lengths.dtype, np.integer) or not (1 <= lengths).all() \
-            or not (lengths <= T).all():
+    if (
+        lengths.shape != (B,)
+        or not np.issubdtype(lengths.dtype, np.integer)
+        or not (1 <= lengths).all()
+        or not (lengths <= T).all()
+    ):
         raise ValueError(f"lengths must be {B} ints in [1, T={T}], one per sentence of X {X.shape}; got {lengths!r}")
     if rows is not None:
         rows = np.asarray(rows)
-        if rows.shape != (B,) or not np.issubdtype(rows.dtype, np.integer) or not (0 <= rows).all() \
-                or not (rows < lengths).all():
-            raise ValueError(f"rows must be {B} ints, each a real word of its sentence (0 <= row < length); "
-                             f"got {rows!r}")
+        if (
+            rows.shape != (B,)
+            or not np.issubdtype(rows.dtype, np.integer)
+            or not (0 <= rows).all()
+            or not (rows < lengths).all()
+        ):
+            raise ValueError(
+                f"rows must be {B} ints, each a real word of its sentence (0 <= row < length); got {rows!r}"
+            )
     return X, lengths, rows
 
 
@@ -161,7 +214,6 @@ def self_attention_backward(d_delta_E, params, X, lengths, n_heads, rows=None):
             -> d_X (B, T, d_model), grads {W_q, W_k, W_v, W_o: (d_model, d_model)}.
     Math: back through W_o, merge_heads (whose backward is split_heads), attention_backward,
           split_heads (backward: merge_heads) and the three projections; X feeds all three.
-    Taught in 08_training_a_tiny_transformer.
     """
     X, lengths, rows = _check_attention_input(params, X, lengths, n_heads, rows)
     X_q = _queries_from(X, rows)  # (B, T_q, d)

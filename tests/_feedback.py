@@ -83,6 +83,7 @@ def mismatch_messages(path):
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Mismatch":
             text = _literal(node.args[0]) if node.args else None
-            code = node.args[1] if len(node.args) > 1 else next(
-                (k.value for k in node.keywords if k.arg == "code"), None)
+            code = (
+                node.args[1] if len(node.args) > 1 else next((k.value for k in node.keywords if k.arg == "code"), None)
+            )
             yield node.lineno, text, code

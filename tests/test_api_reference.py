@@ -1,11 +1,12 @@
 """docs/helpers-api.md is what tools/api_reference.py writes now, and every public helper names its notebook."""
 
-import importlib.util
 import re
-import sys
 from pathlib import Path
 
+import api_reference  # tools/ (pyproject.toml's pytest pythonpath)
+import feedback_table
 import pytest
+from test_repository import CONTRACT as PINNED
 
 import helpers
 from helpers import checks, masking
@@ -13,33 +14,37 @@ from helpers import checks, masking
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = {path.stem for path in (ROOT / "notebooks").glob("*.ipynb")}
 
-_spec = importlib.util.spec_from_file_location("api_reference", ROOT / "tools" / "api_reference.py")
-api_reference = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(api_reference)
-
 # The workshop's machinery is never the lesson; every other module of helpers/ is a concept module
 # (found, not listed, so a new one cannot be forgotten).
-MACHINERY = {"helpers", "helpers.checks", "helpers.widgets", "helpers.environment", "helpers.plotting",
-             "helpers.html_plots"}
+MACHINERY = {
+    "helpers",
+    "helpers.checks",
+    "helpers.widgets",
+    "helpers.environment",
+    "helpers.plotting",
+    "helpers.html_plots",
+}
 
 
 def concept_modules(modules):
     return sorted(name for name in modules if name not in MACHINERY and not name.startswith("helpers.widgets."))
 
 
-# Public names of concept modules that no notebook names: never the lesson themselves.
-NO_NOTEBOOK = {
-    # building blocks of a taught function (similarity_matrix, erf, head_profile, the 09 explorer)
-    "helpers.embeddings.unit_rows", "helpers.pretrained.layers.rational_erf",
-    "helpers.heads.target_weights", "helpers.head_views.hide_tokens",
-    # the threads under tiled_attention (10 shows blas_controllable, blas_single_thread, default_threads)
-    "helpers.threads.blas_threads", "helpers.threads.cpu_count", "helpers.threads.parallel_for",
-    # locating and reading the weight files
-    "helpers.pretrained.WeightsNotFoundError", "helpers.pretrained.model_dir", "helpers.pretrained.sha256_of",
-    "helpers.pretrained.load_tensor", "helpers.pretrained.load_tokenizer",
-    # records returned by a taught function (random_sentence, MiniLM.run)
-    "helpers.grammar.Sentence", "helpers.pretrained.minilm.Output",
-}
+# Public names of concept modules that no notebook names: never the lesson themselves. A name whose docstring
+# names no notebook takes its module's "Taught in NN_name." (tools/api_reference.py), so only the names of a
+# module whose docstring names several notebooks can be here.
+NO_NOTEBOOK = set()
+
+
+def unnamed(modules):
+    """The public names of concept modules that name no notebook, in their own docstring or their module's."""
+    missing = []
+    for name in concept_modules(modules):
+        _, entries = modules[name]
+        for e in entries:
+            if e["home"] == name and e["kind"] != "constant" and not (e["taught"] or e["used"]):
+                missing.append(f"{name}.{e['name']}")
+    return set(missing)
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +58,6 @@ def test_the_committed_page_is_what_the_tool_writes_now():
 
 
 def test_the_committed_feedback_page_is_what_its_tool_writes_now():
-    spec = importlib.util.spec_from_file_location("feedback_table", ROOT / "tools" / "feedback_table.py")
-    feedback_table = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(feedback_table)
     committed = feedback_table.PAGE.read_text(encoding="utf-8")
     assert committed == feedback_table.generate(), "docs/exercise-feedback.md is out of date: run make api-docs"
     assert "(named `" not in committed  # every registered wrong answer is named by its own code
@@ -87,14 +89,31 @@ def test_the_page_has_no_machine_paths_or_addresses():
 
 def test_every_public_helper_of_a_concept_module_names_a_notebook(modules):
     assert {"helpers.attention", "helpers.masking", "helpers.pretrained.minilm"} <= set(concept_modules(modules))
-    missing = []
-    for name in concept_modules(modules):
-        _, entries = modules[name]
-        for e in entries:
-            if e["home"] == name and e["kind"] != "constant" and not (e["taught"] or e["used"]):
-                missing.append(f"{name}.{e['name']}")
-    assert sorted(set(missing) - NO_NOTEBOOK) == [], 'add "Taught in NN_name" to these docstrings'
-    assert sorted(NO_NOTEBOOK - set(missing)) == [], "these name a notebook now: drop them from NO_NOTEBOOK"
+    missing = unnamed(modules)
+    assert sorted(missing - NO_NOTEBOOK) == [], 'add "Taught in NN_name" to these docstrings (or their module\'s)'
+    assert sorted(NO_NOTEBOOK - missing) == [], "these name a notebook now: drop them from NO_NOTEBOOK"
+
+
+def test_a_module_docstrings_notebook_names_its_names_unless_their_own_docstring_does(monkeypatch):
+    def window_mask(T, width):
+        """Query i may see the keys i - width .. i."""
+
+    window_mask.__module__ = masking.__name__  # as if defined in helpers/masking.py ("Taught in 05_masking.")
+    monkeypatch.setattr(masking, "window_mask", window_mask, raising=False)
+    assert api_reference.entry(masking, "window_mask")["taught"] == ["05_masking"]
+    assert "helpers.masking.window_mask" not in unnamed(api_reference.collect())
+    assert "| `window_mask(T, width)` | Query i may see the keys i - width .. i. | 05_masking |" in (
+        api_reference.generate()
+    )
+
+    window_mask.__doc__ += "\n\nUsed in 10_efficient_attention."  # its own line wins over its module's
+    assert api_reference.notebooks_of_name(window_mask, window_mask.__doc__) == ([], ["10_efficient_attention"])
+
+    window_mask.__doc__ = "Query i may see the keys i - width .. i."
+    monkeypatch.setattr(masking, "__doc__", "Boolean attention masks.")  # a module that names no notebook
+    assert "helpers.masking.window_mask" in unnamed(api_reference.collect())
+    monkeypatch.setattr(masking, "__doc__", "Masks.\n\nTaught in 05_masking (causal) and 11_tiny_gpt (windows).")
+    assert "helpers.masking.window_mask" in unnamed(api_reference.collect())  # several: each name says its own
 
 
 def test_every_notebook_the_page_names_exists(modules):
@@ -113,22 +132,21 @@ def test_every_notebook_the_page_names_exists(modules):
 
 def test_the_taught_in_parser():
     assert api_reference.notebooks_of("x.\n\nTaught in 03_queries_keys_values; used in 04_scaling.") == (
-        ["03_queries_keys_values"], ["04_scaling"])
+        ["03_queries_keys_values"],
+        ["04_scaling"],
+    )
     assert api_reference.notebooks_of("Taught in 04_scaling (used from 00_setup_check on).") == (
-        ["04_scaling"], ["00_setup_check"])
+        ["04_scaling"],
+        ["00_setup_check"],
+    )
     wrapped = "Taught in 02_similarity_matrix (softmax), 03_queries_keys_values (attention) and\n04_scaling (scale)."
     assert api_reference.notebooks_of(wrapped)[0] == ["02_similarity_matrix", "03_queries_keys_values", "04_scaling"]
     assert api_reference.notebooks_of("To be taught in 11_cross_attention.") == ([], [])
 
 
 def test_the_contract_covers_what_the_repository_pins():
-    sys.path.insert(0, str(ROOT / "tests"))
-    try:
-        from test_repository import CONTRACT as pinned
-    finally:
-        sys.path.remove(str(ROOT / "tests"))
     listed = {name for module, names in api_reference.CONTRACT if module == "helpers" for name in names}
-    assert set(pinned) | {"MultiHeadAttention"} <= listed
+    assert set(PINNED) | {"MultiHeadAttention"} <= listed
     docstring = re.search(r"\(a contract:[^)]*\):\n(.*?)\.\n", helpers.__doc__, re.S).group(1)
     assert {n.strip() for n in docstring.split(",")} == {n for n in listed if "." not in n}
     page = api_reference.PAGE.read_text(encoding="utf-8")

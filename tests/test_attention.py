@@ -249,3 +249,30 @@ def test_inputs_are_not_modified(rng):
     scaled_dot_product_attention(q, k, v, mask=mask)
     for original, copy in zip((q, k, v, mask), copies, strict=True):
         assert np.array_equal(original, copy)
+
+
+@pytest.mark.parametrize(
+    "shapes, words",
+    [
+        (((2, 4), (3, 5), (3, 2)), r"share d_k.*\(2, 4\).*\(3, 5\)"),
+        (((2, 4), (3, 4), (4, 2)), r"same number of keys T_k.*\(3, 4\).*\(4, 2\)"),
+        (((2, 2, 4), (3, 3, 4), (3, 3, 2)), r"batch axes .* do not broadcast"),
+    ],
+)
+def test_check_qkv_is_the_one_checker_every_attention_helper_shares(shapes, words):
+    from helpers.attention import check_qkv
+    from helpers.efficient import attention_in_place, tiled_attention_fast, tiled_attention_simple
+
+    q, k, v = (np.ones(shape) for shape in shapes)
+    helpers_that_check = (
+        check_qkv,
+        scaled_dot_product_attention,
+        attention_in_place,
+        tiled_attention_simple,
+        tiled_attention_fast,
+    )
+    for f in helpers_that_check:
+        with pytest.raises(ValueError, match=words):
+            f(q, k, v)
+    good = check_qkv(np.ones((2, 4), np.float32), np.ones((3, 4)), np.ones((3, 2), np.float32))
+    assert [x.dtype for x in good] == [np.float32, np.float64, np.float32]  # each keeps its own dtype

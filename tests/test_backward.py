@@ -1,4 +1,7 @@
-"""softmax_backward and attention_backward against central finite differences in float64."""
+"""softmax_backward and attention_backward against central finite differences in float64 (the helpers' own
+gradients.numerical_gradient, itself tested against closed forms in test_gradients.py)."""
+
+import functools
 
 import numpy as np
 import pytest
@@ -6,29 +9,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import attention_backward, causal_mask, scaled_dot_product_attention, softmax, softmax_backward
+from helpers.gradients import numerical_gradient, relative_error
 
 FAST = settings(max_examples=50, deadline=None)
 # central differences: truncation error ~ EPS^2 |f'''|, rounding ~ 1e-16 |f| / EPS; 1e-5 balances the two (~1e-11)
 EPS = 1e-5
 
 
-def numerical_gradient(loss, x):
-    """d loss / d x by central differences, one entry at a time (x is perturbed in place, then restored)."""
-    grad = np.zeros_like(x)
-    for index in np.ndindex(x.shape):
-        saved = x[index]
-        x[index] = saved + EPS
-        up = loss()
-        x[index] = saved - EPS
-        down = loss()
-        x[index] = saved
-        grad[index] = (up - down) / (2 * EPS)
-    return grad
-
-
-def relative_error(analytic, numeric):
-    """|a - n| / (|a| + |n|), with a floor so two zero gradients count as equal."""
-    return np.linalg.norm(analytic - numeric) / max(np.linalg.norm(analytic) + np.linalg.norm(numeric), 1e-10)
+def error_against_finite_differences(analytic, loss, x):
+    """Relative error of an analytic gradient against central differences of loss(x') around x' = x."""
+    return relative_error(analytic, numerical_gradient(loss, x, eps=EPS))
 
 
 # --- softmax_backward -------------------------------------------------------------------
@@ -42,12 +32,12 @@ def test_softmax_backward_matches_finite_differences(shape, seed, data):
     x = rng.normal(size=shape)  # logits of order 1: a saturated softmax has vanishing gradients
     G = rng.normal(size=shape)  # the loss is sum(G * softmax(x)), so dL/dweights = G
 
-    def loss():
-        return np.sum(G * softmax(x, axis=axis))
+    def loss(logits):
+        return np.sum(G * softmax(logits, axis=axis))
 
     analytic = softmax_backward(G, softmax(x, axis=axis), axis=axis)
     assert analytic.shape == x.shape
-    assert relative_error(analytic, numerical_gradient(loss, x)) < 1e-6
+    assert error_against_finite_differences(analytic, loss, x) < 1e-6
 
 
 def test_softmax_backward_formula_by_hand():
@@ -102,14 +92,14 @@ def attention_problems(draw):
 def test_attention_backward_matches_finite_differences(problem):
     q, k, v, mask, scale, d_out = problem
 
-    def loss():  # linear in the output, so dL/dout = d_out
-        out, _ = scaled_dot_product_attention(q, k, v, mask=mask, scale=scale)
+    def loss(name, x):  # linear in the output, so dL/dout = d_out
+        out, _ = scaled_dot_product_attention(**{"q": q, "k": k, "v": v, name: x}, mask=mask, scale=scale)
         return np.sum(d_out * out)
 
     dq, dk, dv = attention_backward(d_out, q, k, v, mask=mask, scale=scale)
     for name, analytic, x in (("q", dq, q), ("k", dk, k), ("v", dv, v)):
         assert analytic.shape == x.shape, name
-        error = relative_error(analytic, numerical_gradient(loss, x))
+        error = error_against_finite_differences(analytic, functools.partial(loss, name), x)
         assert error < 1e-6, f"d{name}: relative error {error:.2e}"
 
 
@@ -128,16 +118,20 @@ def test_attention_backward_every_broadcast_combination(lead_q, lead_k, lead_v, 
     k = rng.normal(size=lead_k + (T_k, d_k)) * 0.5
     v = rng.normal(size=lead_v + (T_k, d_v))
     batch = np.broadcast_shapes(lead_q, lead_k, lead_v)
-    mask = {"none": None, "causal": causal_mask(T_q, T_k), "random": rng.random((T_q, T_k)) < 0.6,
-            "per-item": rng.random(batch + (T_q, T_k)) < 0.6}[mask_kind]
+    mask = {
+        "none": None,
+        "causal": causal_mask(T_q, T_k),
+        "random": rng.random((T_q, T_k)) < 0.6,
+        "per-item": rng.random(batch + (T_q, T_k)) < 0.6,
+    }[mask_kind]
     d_out = rng.normal(size=batch + (T_q, d_v))
 
-    def loss():
-        return np.sum(d_out * scaled_dot_product_attention(q, k, v, mask=mask)[0])
+    def loss(name, x):
+        return np.sum(d_out * scaled_dot_product_attention(**{"q": q, "k": k, "v": v, name: x}, mask=mask)[0])
 
     for name, analytic, x in zip("qkv", attention_backward(d_out, q, k, v, mask=mask), (q, k, v), strict=True):
         assert analytic.shape == x.shape, name
-        error = relative_error(analytic, numerical_gradient(loss, x))
+        error = error_against_finite_differences(analytic, functools.partial(loss, name), x)
         assert error < 1e-6, f"d{name}: relative error {error:.2e}"
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _answers import define
 from _feedback import code_in, mismatch_messages, solution_code_in
 
 from helpers import checks
@@ -19,16 +20,19 @@ MISTAKES = [(name, code) for name in NAMES for code in checks.EXERCISES[name].mi
 VERDICT_MARKS = ("✓", "✗", "·")
 CHECK_MODULES = sorted(Path(checks.__file__).parent.glob("*.py"))
 # the codes the engine and expect_* give on their own; an exercise's mistakes need names of their own
-GENERIC = {"wrong-values", "wrong-shape", "nan", "not-an-array", "not-boolean", "not-a-function", "returned-none",
-           "crash", "not-finished", "forbidden", "check-failed"}
-
-
-def define(source, name):
-    """Run an exercise's solution/wrong source and return the function it defines under `name`."""
-    namespace = {"np": np}
-    exec(source, namespace)  # our own registered source text
-    assert name in namespace, f"the source does not define a function called {name!r}"
-    return namespace[name]
+GENERIC = {
+    "wrong-values",
+    "wrong-shape",
+    "nan",
+    "not-an-array",
+    "not-boolean",
+    "not-a-function",
+    "returned-none",
+    "crash",
+    "not-finished",
+    "forbidden",
+    "check-failed",
+}
 
 
 def run_check(name, answer, capsys):
@@ -159,8 +163,11 @@ def calls_an_unsolved_stub(*args, **kwargs):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("stub", [raises_not_implemented, stub_with_docstring_and_ellipsis, None, Ellipsis],
-                         ids=["raises NotImplementedError", "docstring and ellipsis", "None", "Ellipsis"])
+@pytest.mark.parametrize(
+    "stub",
+    [raises_not_implemented, stub_with_docstring_and_ellipsis, None, Ellipsis],
+    ids=["raises NotImplementedError", "docstring and ellipsis", "None", "Ellipsis"],
+)
 def test_untouched_stub_is_not_attempted(name, stub, capsys):
     result, printed = run_check(name, stub, capsys)
     assert result.status == checks.NOT_ATTEMPTED, printed
@@ -200,8 +207,11 @@ def test_crashing_answer_is_incorrect_and_named(name, capsys):
     assert "Traceback" not in printed  # shown briefly, not as a traceback
 
 
-@pytest.mark.parametrize("crash, error", [(bad_shapes, "ValueError"), (bad_index, "IndexError"),
-                                          (bad_name, "NameError")], ids=["ValueError", "IndexError", "NameError"])
+@pytest.mark.parametrize(
+    "crash, error",
+    [(bad_shapes, "ValueError"), (bad_index, "IndexError"), (bad_name, "NameError")],
+    ids=["ValueError", "IndexError", "NameError"],
+)
 @pytest.mark.parametrize("name", NAMES)
 def test_other_crashes_are_incorrect_and_named(name, crash, error, capsys):
     result, printed = run_check(name, crash, capsys)
@@ -273,9 +283,13 @@ def scratch_exercise():
 
     def register(check_fn, name="scratch_exercise"):
         check_fn.__name__ = name
-        checks.exercise(notebook="99_test", hint="an idea", hint2="a nearer idea",
-                        solution=f"def {name}(x):\n    return x\n",
-                        mistakes={"m": f"def {name}(x):\n    return 0\n"})(check_fn)
+        checks.exercise(
+            notebook="99_test",
+            hint="an idea",
+            hint2="a nearer idea",
+            solution=f"def {name}(x):\n    return x\n",
+            mistakes={"m": f"def {name}(x):\n    return 0\n"},
+        )(check_fn)
         made.append(name)
         return checks.EXERCISES[name]
 
@@ -303,8 +317,19 @@ def test_a_crash_in_the_answer_is_the_learners_even_when_the_check_calls_it(scra
     assert result.mistake == "crash" and "your code raised KeyError: 3" in result.message
 
 
-ODD_RESULTS = [0.0, "x", True, (1.0, 2.0), [[1.0], [1.0, 2.0]], np.zeros(0), np.zeros((2, 3, 4)), np.full(5, np.nan),
-               np.ones((4, 4), dtype=complex), {"a": 1}, (np.zeros(3), np.zeros(3), np.zeros(3))]
+ODD_RESULTS = [
+    0.0,
+    "x",
+    True,
+    (1.0, 2.0),
+    [[1.0], [1.0, 2.0]],
+    np.zeros(0),
+    np.zeros((2, 3, 4)),
+    np.full(5, np.nan),
+    np.ones((4, 4), dtype=complex),
+    {"a": 1},
+    (np.zeros(3), np.zeros(3), np.zeros(3)),
+]
 
 
 @pytest.mark.parametrize("name", NAMES)

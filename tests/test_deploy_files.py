@@ -17,8 +17,18 @@ from helpers import environment
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # what Colab has preinstalled: the bootstrap cell must leave these alone
-COLAB_OWN = ["numpy", "matplotlib", "ipywidgets", "ipykernel", "ipython", "jupyterlab", "notebook",
-             "widgetsnbextension", "jupyterlab_widgets", "jupyterlab-widgets"]
+COLAB_OWN = [
+    "numpy",
+    "matplotlib",
+    "ipywidgets",
+    "ipykernel",
+    "ipython",
+    "jupyterlab",
+    "notebook",
+    "widgetsnbextension",
+    "jupyterlab_widgets",
+    "jupyterlab-widgets",
+]
 
 
 def deploy_module():

@@ -9,13 +9,16 @@ from hypothesis import strategies as st
 
 from helpers import causal_mask, scaled_dot_product_attention, softmax
 from helpers.efficient import (
-    COMPUTED,
-    MASKED,
-    SKIPPED,
+    TILE_COMPUTED,
+    TILE_MASKED,
+    TILE_SKIPPED,
     attention_in_place,
     block_grid,
+    finish_online_softmax,
     online_softmax_step,
     tiled_attention,
+    tiled_attention_fast,
+    tiled_attention_simple,
 )
 from helpers.threads import blas_threads
 
@@ -63,8 +66,64 @@ def test_tiled_equals_reference_float64(problem):
     np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("T_q, T_k, causal",
-                         [(100, 100, True), (37, 129, True), (129, 37, False), (1, 50, True), (64, 64, False)])
+@FAST
+@given(tiled_problems())
+def test_the_taught_version_equals_reference_float64(problem):
+    q, k, v, causal, block_size, _ = problem
+    out = tiled_attention_simple(q, k, v, causal=causal, block_size=block_size)
+    expected = reference(q, k, v, causal)
+    assert out.shape == expected.shape and out.dtype == np.float64
+    np.testing.assert_allclose(out, expected, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype, tolerance", [(np.float32, 4e-6), (np.float64, 1e-13)])
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("T_q, T_k, block_size", [(64, 64, 16), (100, 100, 32), (37, 129, 16), (50, 300, 64)])
+def test_the_taught_and_the_fast_version_agree(rng, dtype, tolerance, causal, T_q, T_k, block_size):
+    """Both ways of 10, with T_q != T_k and T not a multiple of the block; the fast one is tiled_attention."""
+    if not causal:
+        T_q, T_k = T_k, T_q  # more queries than keys, which only non-causal attention allows
+    q, k, v = random_qkv(rng, (2, 1, T_q, 16), (3, T_k, 16), 8, dtype=dtype, scale=2.0)
+    simple = tiled_attention_simple(q, k, v, causal=causal, block_size=block_size)
+    fast = tiled_attention_fast(q, k, v, causal=causal, block_size=block_size, n_threads=2)
+    assert simple.dtype == fast.dtype == dtype and simple.shape == fast.shape == (2, 3, T_q, 8)
+    np.testing.assert_allclose(simple, fast, rtol=0, atol=tolerance)
+    np.testing.assert_array_equal(tiled_attention(q, k, v, causal, block_size, n_threads=2), fast)
+
+
+def test_the_taught_version_runs_on_online_softmax_step_once_per_computed_tile(rng, monkeypatch):
+    from helpers import efficient
+
+    calls = []
+    monkeypatch.setattr(efficient, "online_softmax_step", lambda *args: calls.append(1) or online_softmax_step(*args))
+    q, k, v = random_qkv(rng, (2, 70, 4), (2, 90, 4), 3)
+    out = tiled_attention_simple(q, k, v, causal=True, block_size=16)
+    assert len(calls) == 2 * (block_grid(70, 90, 16, causal=True) != TILE_SKIPPED).sum()
+    np.testing.assert_allclose(out, reference(q, k, v, True), rtol=1e-10)
+
+
+def test_the_taught_version_returns_the_log_of_each_softmax_denominator(rng):
+    q, k, v = random_qkv(rng, (30, 8), (45, 8), 4)
+    out, L = tiled_attention_simple(q, k, v, causal=True, block_size=16, return_logsumexp=True)
+    scores = np.where(causal_mask(30, 45), q @ k.T / np.sqrt(8), -np.inf)  # (30, 45)
+    np.testing.assert_allclose(L, np.log(np.exp(scores).sum(axis=1)), rtol=1e-12)
+    np.testing.assert_allclose(out, np.exp(scores - L[:, None]) @ v, rtol=1e-10)  # P = e^(S - L): 10's backward
+
+
+@pytest.mark.parametrize("f", [tiled_attention_simple, tiled_attention_fast])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_a_query_with_no_key_gets_zeros_never_nan(f, dtype):
+    q, k, v = np.ones((2, 3, 4), dtype), np.zeros((2, 0, 4), dtype), np.zeros((2, 0, 5), dtype)
+    out = f(q, k, v)
+    assert out.dtype == dtype and out.shape == (2, 3, 5)
+    np.testing.assert_array_equal(out, reference(q, k, v, False))  # zeros, as scaled_dot_product_attention gives
+    l, acc = np.array([0.0, 2.0]), np.array([[0.0, 0.0], [1.0, 3.0]])  # a fully masked row ends with l = 0
+    np.testing.assert_array_equal(finish_online_softmax(l, acc), [[0.0, 0.0], [0.5, 1.5]])
+
+
+@pytest.mark.parametrize(
+    "T_q, T_k, causal", [(100, 100, True), (37, 129, True), (129, 37, False), (1, 50, True), (64, 64, False)]
+)
 @pytest.mark.parametrize("block_size", [16, 32, None])
 def test_tiled_float32_within_float32_precision(rng, T_q, T_k, causal, block_size):
     q, k, v = random_qkv(rng, (3, T_q, 16), (3, T_k, 16), 8, dtype=np.float32)
@@ -224,18 +283,18 @@ def test_block_grid_agrees_with_the_causal_mask():
             for c, j0 in enumerate(range(0, T_k, block)):
                 tile = mask[i0 : i0 + block, j0 : j0 + block]
                 last_seen = np.nonzero(tile.any(axis=0))[0]  # columns some query of the block sees
-                if grid[r, c] == SKIPPED:
+                if grid[r, c] == TILE_SKIPPED:
                     assert not tile.any()
-                elif grid[r, c] == COMPUTED:  # every query sees every key it is given
+                elif grid[r, c] == TILE_COMPUTED:  # every query sees every key it is given
                     assert tile[:, : last_seen[-1] + 1].all()
                 else:
-                    assert grid[r, c] == MASKED and not tile[:, : last_seen[-1] + 1].all()
-        assert (block_grid(T_q, T_k, block, causal=False) == COMPUTED).all()
+                    assert grid[r, c] == TILE_MASKED and not tile[:, : last_seen[-1] + 1].all()
+        assert (block_grid(T_q, T_k, block, causal=False) == TILE_COMPUTED).all()
 
 
 def test_block_grid_counts_for_a_square_causal_grid():
     grid = block_grid(8, 8, 2, causal=True)  # 4 x 4 tiles: 6 below the diagonal, 4 on it, 6 above
-    assert [(grid == kind).sum() for kind in (COMPUTED, MASKED, SKIPPED)] == [6, 4, 6]
+    assert [(grid == kind).sum() for kind in (TILE_COMPUTED, TILE_MASKED, TILE_SKIPPED)] == [6, 4, 6]
 
 
 def test_online_softmax_of_a_fully_masked_row_stays_at_zero_without_nan():
@@ -244,5 +303,4 @@ def test_online_softmax_of_a_fully_masked_row_stays_at_zero_without_nan():
         m, l, acc = online_softmax_step(m, l, acc, np.full((1, 4), -np.inf), np.ones((4, 2)))
     assert not np.isnan(l).any() and not np.isnan(acc).any()
     assert l[0] == 0 and np.isneginf(m[0]) and (acc == 0).all()
-    out = np.divide(acc, l[..., None], out=np.zeros_like(acc), where=l[..., None] > 0)  # as the docstring says
-    np.testing.assert_array_equal(out, np.zeros((1, 2)))
+    np.testing.assert_array_equal(finish_online_softmax(l, acc), np.zeros((1, 2)))  # as the docstring says

@@ -11,7 +11,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from helpers import pretrained
-from helpers.embeddings import cosine_similarity, pca_2d, similarity_matrix, unit_rows
+from helpers.embeddings import cosine_similarity, nearest, pca_2d, similarity_matrix, unit_rows
 
 FAST = settings(max_examples=40, deadline=None)
 vectors = hnp.arrays(np.float64, st.integers(1, 8), elements=st.floats(-100, 100))
@@ -131,6 +131,32 @@ def test_nearest_neighbours_are_sorted_and_true(emb):
     all_cosines[emb._hidden] = -np.inf
     all_cosines[emb.ids("king")] = -np.inf
     assert np.sort(all_cosines)[-5] == pytest.approx(cosines[-1], abs=1e-5)
+
+
+def test_nearest_over_the_table_is_nearest_over_its_visible_rows(emb):
+    for query in ("king", "river"):
+        visible = ~emb._hidden  # (vocab,): no special or [unused] token, and not the query itself
+        visible[emb.ids(query)] = False
+        rows = np.flatnonzero(visible)
+        over_rows = nearest(emb.vector(query), emb.table[rows], [emb.vocab[i] for i in rows], k=8)
+        found = emb.nearest(query, k=8)
+        assert [token for token, _ in found] == [token for token, _ in over_rows]
+        np.testing.assert_allclose([c for _, c in found], [c for _, c in over_rows], atol=1e-5)
+
+
+def test_nearest_ranks_by_cosine_and_a_tie_goes_to_the_earlier_row():
+    vectors = np.array([[0.0, 1.0], [1.0, 0.0], [3.0, 0.0], [1.0, 1.0]])  # rows 1 and 2 point the same way
+    assert nearest([2.0, 0.0], vectors, ["up", "east", "far east", "diagonal"], k=3) == [
+        ("east", 1.0),
+        ("far east", 1.0),
+        ("diagonal", pytest.approx(math.sqrt(0.5))),
+    ]
+    assert nearest([2.0, 0.0], vectors[::-1], ["diagonal", "far east", "east", "up"], k=2) == [
+        ("far east", 1.0),
+        ("east", 1.0),
+    ]
+    with pytest.raises(ValueError, match=r"got 3 labels for 4 vectors \(shape \(4, 2\)\)"):
+        nearest([1.0, 0.0], vectors, ["a", "b", "c"])
 
 
 @pytest.mark.parametrize("name", ["embeddings.word_embeddings.weight", "embeddings.position_embeddings.weight"])

@@ -69,8 +69,9 @@ def test_the_subject_is_drawn_independently_of_the_sentence_shape(sentences):
 
 def test_the_ceilings_follow_from_the_counts(sentences):
     assert g.position_only_ceiling() == 1 / 8
-    assert g.order_free_ceiling(sentences[:3]) == pytest.approx(np.mean([1 / (1 + len(s.attractors))
-                                                                          for s in sentences[:3]]))
+    assert g.order_free_ceiling(sentences[:3]) == pytest.approx(
+        np.mean([1 / (1 + len(s.attractors)) for s in sentences[:3]])
+    )
     single = g.parse("the cat meows")
     double = g.parse("the cat near the dogs meows")
     assert g.order_free_ceiling([single]) == 1.0 and g.order_free_ceiling([single, double]) == 0.75
@@ -109,16 +110,19 @@ def test_determining_position():
     assert g.determining_position(s, 4) is None
 
 
-@pytest.mark.parametrize("call, error, message", [
-    (lambda: g.encode([["the", "cat", "purrs"]]), ValueError, "unknown words"),
-    (lambda: g.encode([["the", "cat", "meows"]], T=2), ValueError, "more than T=2"),
-    (lambda: g.mask_positions(np.ones((2, 3), int), np.array([0])), ValueError, "one per sentence"),
-    (lambda: g.mask_positions(np.array([[3, 4, 0]]), np.array([2])), ValueError, "padding"),
-    (lambda: g.make_corpus(0, 5), ValueError, "n_train"),
-    (lambda: g.make_corpus(5, 2.5), TypeError, "n_test"),
-    (lambda: g.parse("the cat near the dogs bark"), ValueError, "'meows'"),
-    (lambda: g.parse("the cat meows loudly"), ValueError, "preposition or the end"),
-])
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: g.encode([["the", "cat", "purrs"]]), ValueError, "unknown words"),
+        (lambda: g.encode([["the", "cat", "meows"]], T=2), ValueError, "more than T=2"),
+        (lambda: g.mask_positions(np.ones((2, 3), int), np.array([0])), ValueError, "one per sentence"),
+        (lambda: g.mask_positions(np.array([[3, 4, 0]]), np.array([2])), ValueError, "padding"),
+        (lambda: g.make_corpus(0, 5), ValueError, "n_train"),
+        (lambda: g.make_corpus(5, 2.5), TypeError, "n_test"),
+        (lambda: g.parse("the cat near the dogs bark"), ValueError, "'meows'"),
+        (lambda: g.parse("the cat meows loudly"), ValueError, "preposition or the end"),
+    ],
+)
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from matplotlib.colors import to_hex, to_rgb
 
-from helpers import grammar, head_views, heads
+from helpers import embeddings, grammar, head_views, heads, html_plots
 
 T = 6  # [CLS] w1 w2 w3 w4 [SEP]
 
@@ -17,13 +17,16 @@ def one_hot_rows(columns):
     return weights
 
 
-@pytest.mark.parametrize(("columns", "expected"), [
-    ([0] * T, {"[CLS]": 1}),
-    ([T - 1] * T, {"[SEP]": 1}),
-    ([0, 0, 1, 2, 3, 4], {"previous": 1, "[CLS]": 1 / 4}),  # the first word's previous token is [CLS]
-    ([1, 2, 3, 4, 5, 5], {"next": 1, "[SEP]": 1 / 4}),  # the last word's next token is [SEP]
-    (list(range(T)), {"self": 1}),
-])
+@pytest.mark.parametrize(
+    ("columns", "expected"),
+    [
+        ([0] * T, {"[CLS]": 1}),
+        ([T - 1] * T, {"[SEP]": 1}),
+        ([0, 0, 1, 2, 3, 4], {"previous": 1, "[CLS]": 1 / 4}),  # the first word's previous token is [CLS]
+        ([1, 2, 3, 4, 5, 5], {"next": 1, "[SEP]": 1 / 4}),  # the last word's next token is [SEP]
+        (list(range(T)), {"self": 1}),
+    ],
+)
 def test_target_weights_of_clean_heads(columns, expected):
     got = dict(zip(heads.TARGETS, heads.target_weights(one_hot_rows(columns)), strict=True))
     assert got == pytest.approx({name: expected.get(name, 0) for name in heads.TARGETS})
@@ -82,11 +85,14 @@ def test_mean_cosine_and_nearest():
     A = np.array([[1.0, 0], [2.0, 0], [0, 3.0]])
     assert heads.mean_cosine(A) == pytest.approx(2 / 6)  # pairs: 1, 0, 0, twice each
     assert heads.mean_cosine(A[:2], A[2:]) == 0
-    assert heads.nearest([1, 0.1], A, ["a", "b", "c"], k=2) == [("a", pytest.approx(0.995, abs=1e-3)),
-                                                                ("b", pytest.approx(0.995, abs=1e-3))]
+    assert heads.nearest([1, 0.1], A, ["a", "b", "c"], k=2) == [
+        ("a", pytest.approx(0.995, abs=1e-3)),
+        ("b", pytest.approx(0.995, abs=1e-3)),
+    ]
     assert heads.nearest([0, 1], A, ["a", "b", "c"], k=1)[0][0] == "c"
     with pytest.raises(ValueError, match="2 labels for 3 vectors"):
         heads.nearest([1, 0], A, ["a", "b"])
+    assert heads.nearest is embeddings.nearest  # one implementation, also behind TokenEmbeddings.nearest
 
 
 # --- on the real model -------------------------------------------------------------------------
@@ -117,8 +123,9 @@ def test_ablated_embeddings_with_a_replacement_are_mean_ablation(model):
     for layer, head in ((1, 4), (5, 11)):
         keep = np.ones((6, 12), dtype=bool)
         keep[layer, head] = False
-        np.testing.assert_allclose(ablated[layer, head], model.encode(sentences, head_mask=keep, replace=typical),
-                                   atol=1e-6)
+        np.testing.assert_allclose(
+            ablated[layer, head], model.encode(sentences, head_mask=keep, replace=typical), atol=1e-6
+        )
 
 
 def test_masked_embeddings_run_each_group_of_heads_off_as_encode_does(model):
@@ -132,13 +139,14 @@ def test_masked_embeddings_run_each_group_of_heads_off_as_encode_does(model):
         got = heads.masked_embeddings(model, sentences, masks, replace)
         assert got.shape == (3, 3, 384)
         for k in range(3):
-            np.testing.assert_allclose(got[k], model.encode(sentences, head_mask=masks[k], replace=replace),
-                                       atol=1e-6)
+            np.testing.assert_allclose(got[k], model.encode(sentences, head_mask=masks[k], replace=replace), atol=1e-6)
     np.testing.assert_allclose(got[2], model.encode(sentences), atol=1e-6)
     with pytest.raises(ValueError, match="True = keep"):
         heads.masked_embeddings(model, sentences, masks[0])  # one mask without its group axis
     with pytest.raises(ValueError, match="True = keep"):
         heads.masked_embeddings(model, sentences, masks.astype(int))
+    with pytest.raises(ValueError, match=r"head_masks must be a bool array of shape \(g, 6, 12\).*bool \(3, 6, 11\)"):
+        heads.masked_embeddings(model, sentences, masks[:, :, :11])
 
 
 def _head_outputs(model, text, layer, head):
@@ -167,12 +175,20 @@ def test_norm_share_is_each_keys_share_of_the_weighted_lengths(model):
     f = (h @ attention.W_v[:, cols] + attention.b_v[cols]) @ attention.W_o[cols]  # (T, 384)
     weights = model.attentions(text)[layer, head]  # (T, T)
     T = len(weights)
-    shares = [weights[i, 0] * np.linalg.norm(f[0]) / sum(weights[i, j] * np.linalg.norm(f[j]) for j in range(T))
-              for i in range(1, T - 1)]  # the words
+    shares = [
+        weights[i, 0] * np.linalg.norm(f[0]) / sum(weights[i, j] * np.linalg.norm(f[j]) for j in range(T))
+        for i in range(1, T - 1)
+    ]  # the words
     got = heads.norm_share(model, model.run([text, "A much longer sentence pads this one out."]))
     assert got.shape == (6, 12) and np.all((0 <= got) & (got <= 1))
-    assert got[layer, head] == pytest.approx((np.mean(shares) + heads.norm_share(
-        model, model.run(["A much longer sentence pads this one out."]))[layer, head]) / 2, abs=1e-5)
+    assert got[layer, head] == pytest.approx(
+        (
+            np.mean(shares)
+            + heads.norm_share(model, model.run(["A much longer sentence pads this one out."]))[layer, head]
+        )
+        / 2,
+        abs=1e-5,
+    )
     assert heads.norm_share(model, model.run([text]))[layer, head] == pytest.approx(np.mean(shares), abs=1e-5)
 
 
@@ -247,9 +263,9 @@ def test_attention_grid_fits_a_notebooks_width_with_readable_labels(rng):
 
 
 def test_every_head_and_every_kind_has_a_colour_of_its_own():
-    assert len({to_hex(c) for c in head_views.HEAD_COLORS}) == 12
-    assert "#7f7f7f" not in {to_hex(c) for c in head_views.HEAD_COLORS}  # no two greys (tab10's and another)
-    head_rgb = np.array([to_rgb(c) for c in head_views.HEAD_COLORS])
+    assert len({to_hex(c) for c in html_plots.HEAD_COLORS}) == 12
+    assert "#7f7f7f" not in {to_hex(c) for c in html_plots.HEAD_COLORS}  # no two greys (tab10's and another)
+    head_rgb = np.array([to_rgb(c) for c in html_plots.HEAD_COLORS])
     assert (head_rgb @ [0.2126, 0.7152, 0.0722] < 0.2).sum() == 1  # one near-black line (black), not navy beside it
     purples = (head_rgb[:, 0] > head_rgb[:, 1] + 0.15) & (head_rgb[:, 2] > head_rgb[:, 1] + 0.15)  # red + blue
     assert purples.sum() <= 2  # tab10's purple and pink only: a third magenta beside them was hard to tell apart
@@ -265,8 +281,10 @@ def test_kinds_grid_colours_each_head_by_its_kind():
     ax = head_views.kinds_grid(kinds, np.array([[0.9, 0.8], [0.3, 0.2]]))
     codes = ax.images[0].get_array()
     names = list(head_views.KIND_COLORS)
-    assert codes.tolist() == [[names.index("previous"), names.index("[CLS]")],
-                              [names.index("mixed"), names.index("broad")]]
+    assert codes.tolist() == [
+        [names.index("previous"), names.index("[CLS]")],
+        [names.index("mixed"), names.index("broad")],
+    ]
     assert [t.get_text() for t in ax.texts] == ["0.90", "0.80", "0.30", "0.20"]
     with pytest.raises(ValueError, match="both be"):
         head_views.kinds_grid(kinds, np.zeros((2, 3)))

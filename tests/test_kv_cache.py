@@ -88,7 +88,8 @@ def test_cached_self_attention_on_a_batch_with_a_prompt_then_single_tokens(rng):
     x = rng.standard_normal((3, 7, 8))  # (B, T, d_model)
     cache = KVCache()
     parts = [cached_self_attention(layer, x[:, :4], cache)] + [
-        cached_self_attention(layer, x[:, t : t + 1], cache) for t in range(4, 7)]
+        cached_self_attention(layer, x[:, t : t + 1], cache) for t in range(4, 7)
+    ]
     assert cache.keys.shape == (3, 2, 7, 4)  # (B, h, T, d_head)
     np.testing.assert_allclose(np.concatenate(parts, axis=1), layer(x, mask=causal_mask(7))[0], rtol=1e-10, atol=1e-12)
 
@@ -97,6 +98,18 @@ def test_cached_self_attention_names_x_new_when_its_width_is_wrong():
     layer = MultiHeadAttention(6, 2, rng=0)
     with pytest.raises(ValueError, match=r"x_new must have shape \(\.\.\., T, d_model=6\), got \(3, 8\)"):
         cached_self_attention(layer, np.ones((3, 8)), KVCache())
+
+
+def test_cached_self_attention_needs_only_the_layers_public_steps(rng):
+    layer = MultiHeadAttention(8, 2, rng=rng)
+
+    class PublicSteps:  # a layer seen from outside: project and output, nothing private
+        project, output = layer.project, layer.output
+
+    x = rng.standard_normal((6, 8))
+    np.testing.assert_array_equal(
+        cached_self_attention(PublicSteps(), x, KVCache()), cached_self_attention(layer, x, KVCache())
+    )
 
 
 def test_keep_last_forgets_the_oldest_tokens_and_keeps_appending(rng):
@@ -113,8 +126,11 @@ def test_keep_last_forgets_the_oldest_tokens_and_keeps_appending(rng):
     assert len(cache) == 7
     cache.keep_last(0)
     assert len(cache) == 0 and cache.keys.shape == (2, 0, 4)
-    with pytest.raises(ValueError, match="n must be an int >= 0"):
+    with pytest.raises(ValueError, match="n must be an int >= 0, got -1"):
         cache.keep_last(-1)
+    for not_a_count in (2.0, True, "2"):
+        with pytest.raises(TypeError, match="n must be an int >= 0, got "):
+            cache.keep_last(not_a_count)
 
 
 def test_keep_last_lets_a_long_prompts_storage_go(rng):

@@ -56,7 +56,7 @@ def test_causal_mask_with_more_keys_than_queries_by_hand():
 @given(st.integers(1, 10), st.integers(0, 6))
 def test_causal_mask_is_the_bottom_rows_of_the_square_mask(T_q, extra_keys):
     T_k = T_q + extra_keys
-    assert np.array_equal(causal_mask(T_q, T_k), causal_mask(T_k)[T_k - T_q:])
+    assert np.array_equal(causal_mask(T_q, T_k), causal_mask(T_k)[T_k - T_q :])
 
 
 def test_causal_mask_accepts_numpy_ints():

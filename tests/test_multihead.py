@@ -1,11 +1,13 @@
 """MultiHeadAttention against a per-head loop, single-head attention and per-item runs."""
 
+import sys
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import MultiHeadAttention, causal_mask, merge_heads, scaled_dot_product_attention, split_heads
+from helpers import MultiHeadAttention, _validate, causal_mask, merge_heads, scaled_dot_product_attention, split_heads
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -82,7 +84,7 @@ def test_concat_times_W_o_is_the_sum_of_per_head_products(config):
     x = rng.normal(size=(T_q, mha.d_model))
     heads, _, _ = heads_loop(mha, x)
     concat = np.concatenate(heads, axis=-1)  # (T_q, h * d_head)
-    per_head = sum(head @ mha.W_o[i * d_head:(i + 1) * d_head] for i, head in enumerate(heads))
+    per_head = sum(head @ mha.W_o[i * d_head : (i + 1) * d_head] for i, head in enumerate(heads))
     np.testing.assert_allclose(concat @ mha.W_o, per_head, rtol=1e-10, atol=1e-12)
     out, _ = mha(x)
     np.testing.assert_allclose(out, per_head + mha.b_o, rtol=1e-10, atol=1e-12)
@@ -201,6 +203,58 @@ def test_per_head_mask_has_one_more_axis(rng):
     assert np.all(weights[:, 1] > 0)  # head 1 sees every key
     _, unbatched = mha(x[0], mask=per_head)  # x (T, d_model): a 3-axis mask is per head
     np.testing.assert_allclose(unbatched, weights[0], rtol=1e-12, atol=1e-14)
+
+
+def test_a_call_checks_its_mask_once_and_names_the_shape_it_was_given(rng, monkeypatch):
+    checked = []
+
+    def counted(mask, name):  # every boolean check of a mask goes through _validate.bool_array
+        checked.append(name)
+        return real(mask, name)
+
+    real = _validate.bool_array
+    for module in [m for name, m in sys.modules.items() if name.startswith("helpers")]:
+        if getattr(module, "bool_array", None) is real:  # _validate's own, and any module's imported copy
+            monkeypatch.setattr(module, "bool_array", counted)
+    mha = MultiHeadAttention(8, 2, rng=rng)
+    x = rng.normal(size=(3, 4, 8))
+    for mask in (causal_mask(4), np.ones((3, 4, 4), bool), np.ones((3, 2, 4, 4), bool)):
+        checked.clear()
+        mha(x, mask=mask)
+        assert checked == ["mask"]
+    with pytest.raises(TypeError, match=r"mask must be a boolean array.*float64 with shape \(4, 4\)"):
+        mha(x, mask=np.ones((4, 4)))
+    with pytest.raises(ValueError, match="mask must be a rectangular boolean array"):
+        mha(x[0], mask=[[True], [True, False]])
+
+
+# --- the steps of a call, as public methods (the KV cache runs them itself) ----------------------
+
+
+def test_project_attend_output_is_the_call(rng):
+    mha = with_random_biases(MultiHeadAttention(8, 2, rng=rng), rng)
+    x, context = rng.normal(size=(3, 4, 8)), rng.normal(size=(3, 6, 8))
+    mask = rng.random((3, 2, 4, 6)) > 0.3  # (B, h, T_q, T_k): one per head
+    Q, K, V = mha.project(x, context)
+    assert Q.shape == (3, 2, 4, 4) and K.shape == V.shape == (3, 2, 6, 4)  # (B, h, T, d_head)
+    np.testing.assert_array_equal(Q, split_heads(x @ mha.W_q + mha.b_q, 2))
+    np.testing.assert_array_equal(K, split_heads(context @ mha.W_k + mha.b_k, 2))
+    heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)
+    out = mha.output(heads)
+    np.testing.assert_allclose(out, merge_heads(heads) @ mha.W_o + mha.b_o, rtol=1e-12, atol=1e-12)
+    expected, expected_weights = mha(x, context, mask)
+    assert np.array_equal(out, expected) and np.array_equal(weights, expected_weights)
+    np.testing.assert_array_equal(mha.project(x)[1], mha.project(x, x)[1])  # no context: self-attention
+
+
+def test_project_and_output_name_what_is_wrong():
+    mha = MultiHeadAttention(8, 2, rng=0)
+    with pytest.raises(ValueError, match=r"x_new must have shape \(\.\.\., T, d_model=8\), got \(3, 6\)"):
+        mha.project(np.ones((3, 6)), name="x_new")
+    with pytest.raises(ValueError, match=r"context must have shape \(\.\.\., T, d_model=8\), got \(5, 7\)"):
+        mha.project(np.ones((3, 8)), np.ones((5, 7)))
+    with pytest.raises(ValueError, match=r"heads must have shape \(\.\.\., n_heads=2, T, d_head=4\), got \(4, 3, 2\)"):
+        mha.output(np.ones((4, 3, 2)))
 
 
 # --- from_weights and the rng rule ---------------------------------------------------------------

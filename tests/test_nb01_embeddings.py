@@ -80,8 +80,12 @@ MESSAGES = {
         "least-similar": ["gave the least similar rows", "from smallest to largest"],
         "wrong-order": ["the right rows in the wrong order", "most similar first"],
         "values-not-rows": ["returned the 5 largest cosines themselves", "numbers of their rows"],
-        "lengths-as-a-column": ["has shape (5, 60)", "kept as a column of shape (60, 1)", "a (60, 60) table",
-                                "60 lengths of the same shape, (60,)"],
+        "lengths-as-a-column": [
+            "has shape (5, 60)",
+            "kept as a column of shape (60, 1)",
+            "a (60, 60) table",
+            "60 lengths of the same shape, (60,)",
+        ],
         "column-lengths": ["met 8 lengths, shape (8,)", "the table's 8 columns", "60 of them, measured along the rows"],
         "rows-not-numbers": ["returned the 5 most similar rows themselves, shape (5, 8)", "5 row indices"],
     },
@@ -132,8 +136,9 @@ def test_cosine_check_refuses_the_workshops_cosine_imported_inside_the_function(
 
 
 def test_cosine_check_names_the_angle_in_degrees_too():
-    result = checks.cosine_similarity(lambda a, b: np.degrees(np.arccos(a @ b / (np.linalg.norm(a) *
-                                                                                  np.linalg.norm(b)))))
+    result = checks.cosine_similarity(
+        lambda a, b: np.degrees(np.arccos(a @ b / (np.linalg.norm(a) * np.linalg.norm(b))))
+    )
     assert result.mistake == "angle" and "166.1 degrees" in result.message
 
 
@@ -143,8 +148,9 @@ def test_nearest_neighbours_reports_the_shape_it_was_given():
     def cosines(v, table):
         return table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))
 
-    result = checks.nearest_neighbours(lambda v, table, k: (np.argsort(-cosines(v, table))[:k],
-                                                            np.sort(-cosines(v, table))[:k]))
+    result = checks.nearest_neighbours(
+        lambda v, table, k: (np.argsort(-cosines(v, table))[:k], np.sort(-cosines(v, table))[:k])
+    )
     assert result.mistake == "not-an-array" and "returned 2 things (a tuple); return only the one" in result.message
     result = checks.nearest_neighbours(lambda v, table, k: np.argmax(cosines(v, table)))
     assert result.mistake == "wrong-shape" and "has shape (), expected (5,)" in result.message

@@ -122,8 +122,12 @@ MESSAGES = {
         "wrong-axis": ["the weights by which your", "you normalised each column", "runs along each row"],
         "whole-matrix": ["the weights by which your", "the sum of the whole matrix"],
         "scaled": ["divided the scores by √d = √6", "notebook 04's subject"],
-        "sums-as-a-row": ["the weights by which your", "your row sums, shape (4,), were lined up with the columns",
-                          "The matrix is square, so numpy did not complain", "shape (4, 1)"],
+        "sums-as-a-row": [
+            "the weights by which your",
+            "your row sums, shape (4,), were lined up with the columns",
+            "The matrix is square, so numpy did not complain",
+            "shape (4, 1)",
+        ],
         "residual": ["is X plus the attention output: you added X back", "notebook 08 adds the residual"],
     },
 }

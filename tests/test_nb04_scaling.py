@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from _answers import define, solution
+from _answers import mistake_cases, reads_as_meant, solution
 
 from helpers import checks, scaled_dot_product_attention, softmax
 
@@ -36,26 +36,40 @@ def test_score_variance_solution_predicts_a_measurement_the_check_does_not_make(
     assert solution("score_variance")(d_k, sigma_q, sigma_k) == pytest.approx(np.var(np.sum(q * k, axis=-1)), rel=0.05)
 
 
-def mistake(name, code):
-    return define(checks.EXERCISES[name].mistakes[code], name)
+# each registered mistake, and words its message must contain: what the learner did, and what it should be
+MESSAGES = {
+    "scaled_scores": {
+        "divided-by-d-k": ["you divided the scores by d_k = 16; divide by its square root, √16 = 4"],
+        "not-scaled": ["the scores are not scaled; divide every score by √d_k = 4"],
+        "number-of-queries": ["you divided by √3, the square root of the number of queries"],
+        "number-of-keys": ["you divided by √5, the square root of the number of keys"],
+        "fixed-number": ["you divided by 8 whatever the input; here d_k = 16, so divide by √16 = 4"],
+        "keys-as-rows": ["has shape (5, 3), one row per key: you multiplied K by the transpose of Q"],
+        "multiplied": ["you multiplied the scores by √d_k = 4; divide them by it"],
+        "power-precedence": ["you divided by 32, which is 2·d_k: a power of 1/2 written without brackets"],
+        "wrong-divisor": [
+            "you divided every score by the same number, 6.928, the square root of the number of entries of Q"
+        ],
+        "softmax-applied": ["your scores are already weights (each row sums to 1)"],
+    },
+    "score_variance": {
+        "unit-variances": [
+            "you predicted 16, and 10,000 random pairs measure 582.5. Your d_k holds when both standard "
+            "deviations are 1"
+        ],
+        "sigmas-not-squared": [
+            "You multiplied d_k by σ_q·σ_k, the standard deviations; a variance is a standard deviation squared"
+        ],
+        "standard-deviation": ["Your number is the standard deviation of the score"],
+        "one-product": ["That is the variance of one product q_c·k_c; the score adds up d_k = 64 independent products"],
+        "variances-added": ["You added the variances of q_c and k_c"],
+    },
+}
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("divided-by-d-k", "you divided the scores by d_k = 16; divide by its square root, √16 = 4"),
-    ("not-scaled", "the scores are not scaled; divide every score by √d_k = 4"),
-    ("number-of-queries", "you divided by √3, the square root of the number of queries"),
-    ("number-of-keys", "you divided by √5, the square root of the number of keys"),
-    ("fixed-number", "you divided by 8 whatever the input; here d_k = 16, so divide by √16 = 4"),
-    ("keys-as-rows", "has shape (5, 3), one row per key: you multiplied K by the transpose of Q"),
-    ("multiplied", "you multiplied the scores by √d_k = 4; divide them by it"),
-    ("power-precedence", "you divided by 32, which is 2·d_k: a power of 1/2 written without brackets"),
-    ("wrong-divisor", "you divided every score by the same number, 6.928, the square root of the number of entries "
-                      "of Q"),
-    ("softmax-applied", "your scores are already weights (each row sums to 1)"),
-])
-def test_scaled_scores_names_each_mistake(code, words):
-    result = checks.scaled_scores(mistake("scaled_scores", code))
-    assert result.mistake == code and words in result.message, result.message
+@pytest.mark.parametrize(("name", "code"), mistake_cases(MESSAGES))
+def test_each_mistake_reads_as_meant(name, code):
+    reads_as_meant(MESSAGES, name, code)
 
 
 def test_scaled_scores_names_the_wrong_divisors_in_any_spelling():
@@ -74,33 +88,24 @@ def test_scaled_scores_names_a_divisor_from_every_case():
     """Issue 20 review: with T_k = 4 = √16 a division by the number of keys, or by a hard-coded 4, passed case 1."""
     named = {
         "number-of-keys": (lambda Q, K: Q @ K.T / len(K), "you divided by 5, the number of keys"),
-        "fixed-number": (lambda Q, K: Q @ K.T / 4, "you divided by 4 whatever the input; here d_k = 64, so divide by "
-                                                   "√64 = 8"),
-        "wrong-divisor": (lambda Q, K: Q @ K.T / np.sqrt(np.sqrt(Q.shape[-1])),
-                          "you divided every score by the same number, 2, the fourth root of d_k"),
+        "fixed-number": (
+            lambda Q, K: Q @ K.T / 4,
+            "you divided by 4 whatever the input; here d_k = 64, so divide by √64 = 8",
+        ),
+        "wrong-divisor": (
+            lambda Q, K: Q @ K.T / np.sqrt(np.sqrt(Q.shape[-1])),
+            "you divided every score by the same number, 2, the fourth root of d_k",
+        ),
         "power-precedence": (lambda Q, K: Q @ K.T / (Q.shape[-1] ** 1 / 2), "you divided by 8, which is d_k/2"),
         "number-of-queries": (lambda Q, K: Q @ K.T / len(Q), "you divided by 3, the number of queries"),
     }
     for code, (answer, words) in named.items():
         result = checks.scaled_scores(answer)
         assert result.mistake == code and words in result.message, result.message
-    float32 = checks.scaled_scores(lambda Q, K: (Q.astype(np.float32) @ K.T.astype(np.float32)) / np.float32(
-        np.sqrt(Q.shape[-1])))
+    float32 = checks.scaled_scores(
+        lambda Q, K: (Q.astype(np.float32) @ K.T.astype(np.float32)) / np.float32(np.sqrt(Q.shape[-1]))
+    )
     assert float32.status == checks.CORRECT, float32.message
-
-
-@pytest.mark.parametrize(("code", "words"), [
-    ("unit-variances", "you predicted 16, and 10,000 random pairs measure 582.5. Your d_k holds when both standard "
-                       "deviations are 1"),
-    ("sigmas-not-squared", "You multiplied d_k by σ_q·σ_k, the standard deviations; a variance is a standard "
-                           "deviation squared"),
-    ("standard-deviation", "Your number is the standard deviation of the score"),
-    ("one-product", "That is the variance of one product q_c·k_c; the score adds up d_k = 64 independent products"),
-    ("variances-added", "You added the variances of q_c and k_c"),
-])
-def test_score_variance_names_each_mistake(code, words):
-    result = checks.score_variance(mistake("score_variance", code))
-    assert result.mistake == code and words in result.message, result.message
 
 
 def test_score_variance_says_which_standard_deviation_is_not_squared():

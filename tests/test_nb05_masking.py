@@ -106,14 +106,20 @@ def mistake(name, code):
     return define(checks.EXERCISES[name].mistakes[code], name)
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("hides-diagonal", "is False where the key sits at the query's own position, so no query may see itself"),
-    ("future-visible", "is True on and above the diagonal: each query may see the keys after it (the future)"),
-    ("true-means-blocked", "is True exactly where the key comes after the query, where attention must be blocked"),
-    ("square-only", "build_causal_mask(2, 5) is right only for a square mask: here the 2 queries are the last 2 of 5 "
-                    "positions, so query i sits at position i + 3"),
-    ("int-mask", "has its 1s and 0s in the right places, but as numbers (dtype int64)"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("hides-diagonal", "is False where the key sits at the query's own position, so no query may see itself"),
+        ("future-visible", "is True on and above the diagonal: each query may see the keys after it (the future)"),
+        ("true-means-blocked", "is True exactly where the key comes after the query, where attention must be blocked"),
+        (
+            "square-only",
+            "build_causal_mask(2, 5) is right only for a square mask: here the 2 queries are the last 2 of 5 "
+            "positions, so query i sits at position i + 3",
+        ),
+        ("int-mask", "has its 1s and 0s in the right places, but as numbers (dtype int64)"),
+    ],
+)
 def test_build_causal_mask_names_each_mistake(code, words):
     from helpers import checks
 
@@ -148,19 +154,33 @@ def test_build_causal_mask_names_the_square_only_mask_with_the_shift_and_the_hel
     assert helper.status == checks.INCORRECT and "which is the answer" in helper.message
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("finite-fill", "the rows of sentence 1, whose keys are all masked, came out uniform, 0.25 on each of the 4 keys"),
-    ("all-masked-nan", "the rows of sentence 1, whose keys are all masked, are NaN. Their max is −∞"),
-    ("after-softmax", "the blocked keys got 0, but the rows no longer sum to 1 (row 0 sums to 0.00583): you masked the "
-                      "weights after the softmax"),
-    ("zero-fill", "the blocked keys got weights up to 0.329: you set their scores to 0"),
-    ("masked-keys-weighted", "a blocked key got weight 0.856. Every key where the mask is False must get exactly 0"),
-    ("wrong-axis", "you normalised each column (axis -2)"),
-    ("max-over-blocked", "on scores of size about 1000: rows 0 and 2 came out all zeros. Your row max included the "
-                         "blocked keys"),
-    ("true-means-blocked", "your weights fall on exactly the keys the mask blocks"),
-    ("max-as-a-row", "your row maxima, shape (4,), were lined up with the columns"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        (
+            "finite-fill",
+            "the rows of sentence 1, whose keys are all masked, came out uniform, 0.25 on each of the 4 keys",
+        ),
+        ("all-masked-nan", "the rows of sentence 1, whose keys are all masked, are NaN. Their max is −∞"),
+        (
+            "after-softmax",
+            "the blocked keys got 0, but the rows no longer sum to 1 (row 0 sums to 0.00583): you masked the "
+            "weights after the softmax",
+        ),
+        ("zero-fill", "the blocked keys got weights up to 0.329: you set their scores to 0"),
+        (
+            "masked-keys-weighted",
+            "a blocked key got weight 0.856. Every key where the mask is False must get exactly 0",
+        ),
+        ("wrong-axis", "you normalised each column (axis -2)"),
+        (
+            "max-over-blocked",
+            "on scores of size about 1000: rows 0 and 2 came out all zeros. Your row max included the blocked keys",
+        ),
+        ("true-means-blocked", "your weights fall on exactly the keys the mask blocks"),
+        ("max-as-a-row", "your row maxima, shape (4,), were lined up with the columns"),
+    ],
+)
 def test_masked_softmax_names_each_mistake(code, words):
     from helpers import checks
 

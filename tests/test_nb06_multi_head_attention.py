@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from _answers import define, solution
+from _answers import define, mistake_cases, reads_as_meant, solution
 
 import helpers
 from helpers import widgets
@@ -71,72 +71,71 @@ def test_explorer_numbers_keep_the_dtype(rng):
 # --- the exercises' targeted messages ---------------------------------------------------------
 
 
-def mistake(name, code):
-    from helpers import checks
+# each registered mistake, and words its message must contain: what the learner did, and what it should be
+MESSAGES = {
+    "split_heads_batched": {
+        "plain-reshape": ["has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens into heads"],
+        "no-swap": [
+            "has shape (2, 5, 3, 4), (..., T, h, d_head): each token's columns are cut into heads, but the "
+            "heads axis still comes after the tokens"
+        ],
+        "front-axes": [
+            "has shape (2, 4, 3, 4, 2), expected (2, 3, 4, 4, 2): you exchanged the second and third axes "
+            "counted from the front, which are the tokens and heads axes only when there is exactly one "
+            "leading axis, and this X has 2 leading axes"
+        ],
+        "wrong-places": [
+            "the right numbers in the wrong places: head i takes d_head neighbouring columns of each token"
+        ],
+        "last-two-axes": [
+            "has shape (2, 5, 4, 3), (..., T, d_head, h): you exchanged the last two axes, the heads and "
+            "d_head. The heads axis goes in front of the tokens"
+        ],
+        "heads-first": ["has shape (3, 2, 5, 4): the heads axis came first, in front of the leading axes"],
+        "leading-axes-merged": [
+            "has shape (6, 4, 4, 2): the heads are right, but the leading axes (2, 3) came back as (6,)"
+        ],
+    },
+    "merge_heads_batched": {
+        "plain-reshape": [
+            "a reshape alone keeps the numbers in memory order: each row of your result holds "
+            "consecutive tokens of one head"
+        ],
+        "not-joined": [
+            "has shape (2, 5, 3, 4), (..., T, h, d_head): the tokens are back in front of the heads, but "
+            "each token still has its 3 pieces on separate rows"
+        ],
+        "heads-added": ["has shape (2, 5, 4), (..., T, d_head): you added the heads up"],
+        "front-axes": [
+            "you exchanged the second and third axes counted from the front, which are the heads and tokens "
+            "axes only when there is exactly one leading axis, and this H has 2 leading axes"
+        ],
+        "last-two-axes": ["you exchanged the last two axes, the tokens and d_head, before joining"],
+        "first-axis": ["has shape (3, 5, 8): you joined the pieces along the first axis"],
+        "wrong-places": [
+            "the right numbers in the wrong places: each token's row holds head 0's d_head numbers, then head 1's"
+        ],
+    },
+    "multi_head_cross_attention": {
+        "keys-from-x": ["your keys and values come from x, so this is self-attention"],
+        "no-output-projection": ["you merged the heads but did not apply the output projection W_o (8, 8)"],
+        "scaled-by-d-model": ["divided by √d_model = √8. A head's queries and keys have d_head = 4 entries"],
+        "not-scaled": ["the scores are not scaled; divide each head's scores by √d_head = √4"],
+        "mask-ignored": ["a (3, 5) causal mask: the mask is not applied"],
+        "tokens-mixed": ["your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head)"],
+        "mask-none": ["with mask=None every score was blocked, so your result is all NaN"],
+        "queries-from-context": ["has shape (5, 8), one row per token of context: your queries come from context"],
+        "wrong-axis": ["each head's softmax ran down the columns, over the queries"],
+        "scaled-by-d-head": ["each head's scores are divided by d_head = 4; divide by its square root"],
+        "one-head": ["your attention ran as one head over all 8 columns"],
+        "true-means-blocked": ["each query attends to exactly the keys the mask blocks"],
+    },
+}
 
-    return define(checks.EXERCISES[name].mistakes[code], name)
 
-
-@pytest.mark.parametrize(("code", "words"), [
-    ("plain-reshape", "has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens into heads"),
-    ("no-swap", "has shape (2, 5, 3, 4), (..., T, h, d_head): each token's columns are cut into heads, but the "
-                "heads axis still comes after the tokens"),
-    ("front-axes", "has shape (2, 4, 3, 4, 2), expected (2, 3, 4, 4, 2): you exchanged the second and third axes "
-                   "counted from the front, which are the tokens and heads axes only when there is exactly one leading "
-                   "axis, and this X has 2 leading axes"),
-    ("wrong-places", "the right numbers in the wrong places: head i takes d_head neighbouring columns of each token"),
-    ("last-two-axes", "has shape (2, 5, 4, 3), (..., T, d_head, h): you exchanged the last two axes, the heads and "
-                      "d_head. The heads axis goes in front of the tokens"),
-    ("heads-first", "has shape (3, 2, 5, 4): the heads axis came first, in front of the leading axes"),
-    ("leading-axes-merged", "has shape (6, 4, 4, 2): the heads are right, but the leading axes (2, 3) came back as "
-                            "(6,)"),
-])
-def test_split_heads_batched_names_each_mistake(code, words):
-    from helpers import checks
-
-    result = checks.split_heads_batched(mistake("split_heads_batched", code))
-    assert result.mistake == code and words in result.message, result.message
-
-
-@pytest.mark.parametrize(("code", "words"), [
-    ("plain-reshape", "a reshape alone keeps the numbers in memory order: each row of your result holds consecutive "
-                      "tokens of one head"),
-    ("not-joined", "has shape (2, 5, 3, 4), (..., T, h, d_head): the tokens are back in front of the heads, but "
-                   "each token still has its 3 pieces on separate rows"),
-    ("heads-added", "has shape (2, 5, 4), (..., T, d_head): you added the heads up"),
-    ("front-axes", "you exchanged the second and third axes counted from the front, which are the heads and tokens "
-                   "axes only when there is exactly one leading axis, and this H has 2 leading axes"),
-    ("last-two-axes", "you exchanged the last two axes, the tokens and d_head, before joining"),
-    ("first-axis", "has shape (3, 5, 8): you joined the pieces along the first axis"),
-    ("wrong-places", "the right numbers in the wrong places: each token's row holds head 0's d_head numbers, then "
-                     "head 1's"),
-])
-def test_merge_heads_batched_names_each_mistake(code, words):
-    from helpers import checks
-
-    result = checks.merge_heads_batched(mistake("merge_heads_batched", code))
-    assert result.mistake == code and words in result.message, result.message
-
-
-@pytest.mark.parametrize(("code", "words"), [
-    ("keys-from-x", "your keys and values come from x, so this is self-attention"),
-    ("no-output-projection", "you merged the heads but did not apply the output projection W_o (8, 8)"),
-    ("scaled-by-d-model", "divided by √d_model = √8. A head's queries and keys have d_head = 4 entries"),
-    ("not-scaled", "the scores are not scaled; divide each head's scores by √d_head = √4"),
-    ("mask-ignored", "a (3, 5) causal mask: the mask is not applied"),
-    ("tokens-mixed", "your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head)"),
-    ("mask-none", "with mask=None every score was blocked, so your result is all NaN"),
-    ("queries-from-context", "has shape (5, 8), one row per token of context: your queries come from context"),
-    ("wrong-axis", "each head's softmax ran down the columns, over the queries"),
-    ("scaled-by-d-head", "each head's scores are divided by d_head = 4; divide by its square root"),
-    ("one-head", "your attention ran as one head over all 8 columns"),
-    ("true-means-blocked", "each query attends to exactly the keys the mask blocks"),
-])
-def test_cross_attention_names_each_mistake(code, words):
-    from helpers import checks
-
-    result = checks.multi_head_cross_attention(mistake("multi_head_cross_attention", code))
-    assert result.mistake == code and words in result.message, result.message
+@pytest.mark.parametrize(("name", "code"), mistake_cases(MESSAGES))
+def test_each_mistake_reads_as_meant(name, code):
+    reads_as_meant(MESSAGES, name, code)
 
 
 def cross_attention_variant(change):
@@ -150,16 +149,26 @@ def cross_attention_variant(change):
     return define(source, "multi_head_cross_attention")
 
 
-@pytest.mark.parametrize(("change", "code"), [
-    ({"split(context @ W_k), split(context @ W_v)": "split(x @ W_k), split(x @ W_v)",
-      "if mask is not None:": "if False:"}, "keys-from-x"),
-    ({".reshape(x.shape[0], -1) @ W_o": ".reshape(x.shape[0], -1)"}, "no-output-projection"),
-    ({"/ np.sqrt(d_head)": "/ np.sqrt(W_q.shape[1])"}, "scaled-by-d-model"),
-    ({"/ np.sqrt(d_head)": ""}, "not-scaled"),
-    ({"if mask is not None:": "if False:"}, "mask-ignored"),
-    ({"M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)": "M.reshape(n_heads, M.shape[0], d_head)"},
-     "tokens-mixed"),
-])
+@pytest.mark.parametrize(
+    ("change", "code"),
+    [
+        (
+            {
+                "split(context @ W_k), split(context @ W_v)": "split(x @ W_k), split(x @ W_v)",
+                "if mask is not None:": "if False:",
+            },
+            "keys-from-x",
+        ),
+        ({".reshape(x.shape[0], -1) @ W_o": ".reshape(x.shape[0], -1)"}, "no-output-projection"),
+        ({"/ np.sqrt(d_head)": "/ np.sqrt(W_q.shape[1])"}, "scaled-by-d-model"),
+        ({"/ np.sqrt(d_head)": ""}, "not-scaled"),
+        ({"if mask is not None:": "if False:"}, "mask-ignored"),
+        (
+            {"M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)": "M.reshape(n_heads, M.shape[0], d_head)"},
+            "tokens-mixed",
+        ),
+    ],
+)
 def test_cross_attention_names_the_common_mistakes_written_into_the_solution(change, code):
     """The solution with one mistake put in: the check names that mistake, whatever else the answer does."""
     from helpers import checks
@@ -205,8 +214,10 @@ def test_cross_attention_names_other_ways_of_masking_and_a_tuple():
     def variant(masked_weights):
         def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
             d_head = W_q.shape[1] // n_heads
-            Q, K, V = (M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
-                       for M in (x @ W_q, context @ W_k, context @ W_v))
+            Q, K, V = (
+                M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
+                for M in (x @ W_q, context @ W_k, context @ W_v)
+            )
             scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T_q, T_k)
             weights = masked_weights(scores, mask)
             return (weights @ V).transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o
@@ -235,8 +246,9 @@ def test_cross_attention_accepts_a_right_answer_in_float32():
     def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
         x, context, W_q, W_k, W_v, W_o = (a.astype(np.float32) for a in (x, context, W_q, W_k, W_v, W_o))
         d_head = W_q.shape[1] // n_heads
-        Q, K, V = (M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
-                   for M in (x @ W_q, context @ W_k, context @ W_v))
+        Q, K, V = (
+            M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2) for M in (x @ W_q, context @ W_k, context @ W_v)
+        )
         scores = Q @ K.transpose(0, 2, 1) / np.sqrt(np.float32(d_head))  # stays float32
         if mask is not None:
             scores = np.where(mask, scores, -np.inf)

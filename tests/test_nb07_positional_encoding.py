@@ -47,24 +47,28 @@ def test_sinusoidal_table_solution_matches_the_helper_at_any_positions():
 def test_the_checks_own_table_is_the_helpers():
     """The check builds its expected table itself (it must not compare the helper with itself): the same numbers."""
     positions = np.array([0, 3, 7, 100, 2])
-    np.testing.assert_allclose(nb07._table(positions.astype(float), 8, (), None),
-                               sinusoidal_positional_encoding(101, 8)[positions], atol=1e-12)
+    np.testing.assert_allclose(
+        nb07._table(positions.astype(float), 8, (), None), sinusoidal_positional_encoding(101, 8)[positions], atol=1e-12
+    )
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("inverted-frequencies", "the pairs speed up instead of slowing down"),
-    ("pair-index", "uses the pair number i where the pair's first column 2i belongs"),
-    ("integer-division", "whole-number division"),
-    ("per-column", "the two columns of a pair turn at one speed"),
-    ("sin-cos-swapped", "sines and cosines are swapped"),
-    ("sines-then-cosines", "all the sines come first"),
-    ("ignores-positions", "row t encodes position t, the row number"),
-    ("integer-table", "holds whole numbers"),
-    ("rounded-exponent", "rounded down to −1"),
-    ("sines-twice", "the odd columns hold sines too"),
-    ("stacked-pairs", "has shape (5, 4, 2): each pair's sine and cosine on an axis of their own"),
-    ("transposed-angles", "your angles came out (4, 5), one row per pair"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("inverted-frequencies", "the pairs speed up instead of slowing down"),
+        ("pair-index", "uses the pair number i where the pair's first column 2i belongs"),
+        ("integer-division", "whole-number division"),
+        ("per-column", "the two columns of a pair turn at one speed"),
+        ("sin-cos-swapped", "sines and cosines are swapped"),
+        ("sines-then-cosines", "all the sines come first"),
+        ("ignores-positions", "row t encodes position t, the row number"),
+        ("integer-table", "holds whole numbers"),
+        ("rounded-exponent", "rounded down to −1"),
+        ("sines-twice", "the odd columns hold sines too"),
+        ("stacked-pairs", "has shape (5, 4, 2): each pair's sine and cosine on an axis of their own"),
+        ("transposed-angles", "your angles came out (4, 5), one row per pair"),
+    ],
+)
 def test_sinusoidal_table_each_mistake_is_named_in_words(code, words, capsys):
     result, printed = verdict("sinusoidal_table", mistake("sinusoidal_table", code), capsys)
     assert result.mistake == code and words in printed, printed
@@ -154,25 +158,31 @@ def test_sinusoidal_table_another_base_gets_the_generic_message(capsys):
 # ---------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("added-lengths", "you added the two lengths"),
-    ("no-square-root", "that is the squared length; take its square root"),
-    ("full-width", "its squared length is d_model/2"),
-    ("unsquared-length", "you added x's length to the encoding's squared length"),
-    ("encoding-only", "the encoding's length alone"),
-    ("unit-encoding", "but a row has d_model/2 pairs"),
-    ("pairs-squared", "so its length is √(d_model/2)"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("added-lengths", "you added the two lengths"),
+        ("no-square-root", "that is the squared length; take its square root"),
+        ("full-width", "its squared length is d_model/2"),
+        ("unsquared-length", "you added x's length to the encoding's squared length"),
+        ("encoding-only", "the encoding's length alone"),
+        ("unit-encoding", "but a row has d_model/2 pairs"),
+        ("pairs-squared", "so its length is √(d_model/2)"),
+    ],
+)
 def test_added_length_each_mistake_is_named_with_the_measurement(code, words, capsys):
     result, printed = verdict("added_length", mistake("added_length", code), capsys)
     assert result.mistake == code and words in printed and "Measured over 400 random vectors" in printed, printed
 
 
-@pytest.mark.parametrize(("prediction", "code"), [
-    (lambda x_length, d_model: 2 * np.sqrt(x_length**2 + d_model / 2), "wrong-values"),
-    (lambda x_length, d_model: np.array([1.0, 2.0]), "wrong-shape"),
-    (lambda x_length, d_model: 1 + 2j, "wrong-shape"),
-])
+@pytest.mark.parametrize(
+    ("prediction", "code"),
+    [
+        (lambda x_length, d_model: 2 * np.sqrt(x_length**2 + d_model / 2), "wrong-values"),
+        (lambda x_length, d_model: np.array([1.0, 2.0]), "wrong-shape"),
+        (lambda x_length, d_model: 1 + 2j, "wrong-shape"),
+    ],
+)
 def test_added_length_other_wrong_predictions(prediction, code, capsys):
     result, printed = verdict("added_length", prediction, capsys)
     assert result.mistake == code, printed
@@ -181,8 +191,9 @@ def test_added_length_other_wrong_predictions(prediction, code, capsys):
 def test_added_length_accepts_a_prediction_within_the_measurement_noise(capsys):
     result, _ = verdict("added_length", lambda x_length, d_model: 1.01 * np.sqrt(x_length**2 + d_model / 2), capsys)
     assert result.status == checks.CORRECT
-    result, _ = verdict("added_length", lambda x_length, d_model: np.array([np.sqrt(x_length**2 + d_model / 2)]),
-                        capsys)
+    result, _ = verdict(
+        "added_length", lambda x_length, d_model: np.array([np.sqrt(x_length**2 + d_model / 2)]), capsys
+    )
     assert result.status == checks.CORRECT  # one number in an array of one is one number
 
 
@@ -208,13 +219,16 @@ def test_score_from_offset_the_workshops_rotation_is_not_an_answer(capsys):
     assert result.mistake == "forbidden" and "apply_rotary" in printed, printed
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("wrong-direction", "that is the score at the opposite offset, -3"),
-    ("unturned", "that is q·k, the score at offset 0"),
-    ("in-place", "computed from its already-turned first coordinate"),
-    ("not-a-rotation", "is not a rotation: it changes the key's length from 2.12 to 1.61"),
-    ("cosines-off-diagonal", "a key (a, b) must stay (a, b)"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("wrong-direction", "that is the score at the opposite offset, -3"),
+        ("unturned", "that is q·k, the score at offset 0"),
+        ("in-place", "computed from its already-turned first coordinate"),
+        ("not-a-rotation", "is not a rotation: it changes the key's length from 2.12 to 1.61"),
+        ("cosines-off-diagonal", "a key (a, b) must stay (a, b)"),
+    ],
+)
 def test_score_from_offset_each_mistake_is_named_in_words(code, words, capsys):
     result, printed = verdict("score_from_offset", mistake("score_from_offset", code), capsys)
     assert result.mistake == code and words in printed and "both turned, the score is -2.286" in printed, printed
@@ -232,15 +246,18 @@ def turned_key(signs, swapped=False):
     return score_from_offset
 
 
-@pytest.mark.parametrize(("signs", "swapped", "code", "words"), [
-    ((1, 1, -1, 1), False, "wrong-direction", "opposite offset"),  # clockwise
-    ((1, 1, 1, 1), False, "not-a-rotation", "changes the key's length"),
-    ((1, -1, 1, -1), False, "not-a-rotation", "changes the key's length"),
-    ((1, 1, 1, -1), False, "not-a-rotation", "mirrors the key"),
-    ((1, -1, 1, 1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),
-    ((1, 1, 1, -1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),  # rows swapped
-    ((-1, 1, -1, -1), False, "wrong-values", "differs from the expected values"),  # a rotation by the angle + π
-])
+@pytest.mark.parametrize(
+    ("signs", "swapped", "code", "words"),
+    [
+        ((1, 1, -1, 1), False, "wrong-direction", "opposite offset"),  # clockwise
+        ((1, 1, 1, 1), False, "not-a-rotation", "changes the key's length"),
+        ((1, -1, 1, -1), False, "not-a-rotation", "changes the key's length"),
+        ((1, 1, 1, -1), False, "not-a-rotation", "mirrors the key"),
+        ((1, -1, 1, 1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),
+        ((1, 1, 1, -1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),  # rows swapped
+        ((-1, 1, -1, -1), False, "wrong-values", "differs from the expected values"),  # a rotation by the angle + π
+    ],
+)
 def test_score_from_offset_every_sign_slip_is_named_by_what_the_turn_does(signs, swapped, code, words, capsys):
     result, printed = verdict("score_from_offset", turned_key(signs, swapped), capsys)
     assert result.mistake == code and words in printed, printed
@@ -261,9 +278,11 @@ def test_score_from_offset_other_correct_forms_pass(capsys):
     def turn(angle):
         return np.array([[np.cos(angle), -np.sin(angle)], [np.sin(angle), np.cos(angle)]])
 
-    for answer in (lambda q, k, offset, theta: (turn(-offset * theta) @ q) @ k,  # the query turned back instead
-                   lambda q, k, offset, theta: (turn(-offset * theta / 2) @ q) @ (turn(offset * theta / 2) @ k),
-                   lambda q, k, offset, theta: [np.float32(q @ turn(offset * theta) @ k)]):
+    for answer in (
+        lambda q, k, offset, theta: (turn(-offset * theta) @ q) @ k,  # the query turned back instead
+        lambda q, k, offset, theta: (turn(-offset * theta / 2) @ q) @ (turn(offset * theta / 2) @ k),
+        lambda q, k, offset, theta: [np.float32(q @ turn(offset * theta) @ k)],
+    ):
         result, printed = verdict("score_from_offset", answer, capsys)
         assert result.status == checks.CORRECT, printed
 

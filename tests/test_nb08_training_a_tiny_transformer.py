@@ -51,18 +51,25 @@ def test_loss_curve_svg_maps_steps_and_losses_into_the_plot():
 # --- the explorer ------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("sentence, position, expected, fixer", [
-    ("the cat near the dogs meows", 5, "the verb is fixed by 'cat' (word 1, 4 away)", 1),
-    ("the cat near the dogs meows", 1, "the subject is fixed by 'meows' (word 5, 4 away)", 5),
-    ("the cat near the dogs meows", 4, "the grammar allows several words here: 'cats', 'dog', 'dogs', 'bird', "
-                                        "'birds', 'cow', 'cows'", None),  # every noun but the subject, 'cat'
-    ("the cat near the dogs meows", 2, "the grammar allows several words here: 'near', 'behind', 'with'", None),
-    ("the small cat meows", 1, "'big', 'small', 'old', 'young'", None),
-    ("the cat near the dogs meows", 3, "only 'the' fits here", None),  # after a preposition
-    ("the cat meows", 0, "only 'the' fits here", None),  # "today" or "tonight" would need a "the" after them
-    ("today the cat meows", 0, "several words here: 'today', 'tonight'", None),
-    ("the cat near the dogs bark", 5, "not a sentence of the grammar", None),
-])
+@pytest.mark.parametrize(
+    "sentence, position, expected, fixer",
+    [
+        ("the cat near the dogs meows", 5, "the verb is fixed by 'cat' (word 1, 4 away)", 1),
+        ("the cat near the dogs meows", 1, "the subject is fixed by 'meows' (word 5, 4 away)", 5),
+        (
+            "the cat near the dogs meows",
+            4,
+            "the grammar allows several words here: 'cats', 'dog', 'dogs', 'bird', 'birds', 'cow', 'cows'",
+            None,
+        ),  # every noun but the subject, 'cat'
+        ("the cat near the dogs meows", 2, "the grammar allows several words here: 'near', 'behind', 'with'", None),
+        ("the small cat meows", 1, "'big', 'small', 'old', 'young'", None),
+        ("the cat near the dogs meows", 3, "only 'the' fits here", None),  # after a preposition
+        ("the cat meows", 0, "only 'the' fits here", None),  # "today" or "tonight" would need a "the" after them
+        ("today the cat meows", 0, "several words here: 'today', 'tonight'", None),
+        ("the cat near the dogs bark", 5, "not a sentence of the grammar", None),
+    ],
+)
 def test_explain_masked_word(sentence, position, expected, fixer):
     text, found = widgets.explain_masked_word(sentence.split(), position)
     assert expected in text and found == fixer
@@ -74,8 +81,14 @@ def test_explorer_shows_the_models_guesses_and_each_heads_row(model, shown):
     first = test[0]
     assert box.controls["word"].value == first.verb  # a sentence opens with its verb hidden
     box.controls["sentence"].value = "the cows near the cat moo"
-    assert [label for label, _ in box.controls["word"].options] == ["0: the", "1: cows", "2: near", "3: the",
-                                                                    "4: cat", "5: moo"]
+    assert [label for label, _ in box.controls["word"].options] == [
+        "0: the",
+        "1: cows",
+        "2: near",
+        "3: the",
+        "4: cat",
+        "5: moo",
+    ]
     assert box.controls["word"].value == 5  # the new sentence's verb
     probabilities, rows = tiny_model.predict(model, CONFIG, "the cows near the cat moo".split(), 5)
     top = [grammar.VOCAB[i] for i in np.argsort(probabilities)[::-1][:5]]
@@ -120,8 +133,10 @@ def test_explorer_cuts_long_text(model, shown):
     assert f"Only the first {grammar.T_MAX} of its 600 words are used" in shown[-1]
     assert len(box.controls["word"].options) == grammar.T_MAX
     # an unknown word past the cut is never read: the sentence's first 17 words are
-    box.controls["sentence"].value = ("today the small cats near the dog behind the birds meow with the cow "
-                                      "near the big cat purrs")  # 'purrs' is word 19
+    box.controls["sentence"].value = (
+        "today the small cats near the dog behind the birds meow with the cow "
+        "near the big cat purrs"
+    )  # 'purrs' is word 19
     assert "Unknown" not in shown[-1] and "top 5 guesses" in shown[-1]
     box.controls["sentence"].value = " ".join(["the cat meows"] * 10)  # 30 words of the grammar
     assert f"Only the first {grammar.T_MAX} of its 30 words are used" in shown[-1] and "top 5 guesses" in shown[-1]
@@ -198,6 +213,7 @@ def test_block_built_from_the_helpers_is_right_and_its_mistakes_are_named():
         Q, K, V = split_heads(X @ W_q, n_heads), split_heads(X @ W_k, n_heads), split_heads(X @ W_v, n_heads)
         if transpose_weights:  # a softmax over the queries, written with the helpers' softmax
             from helpers import softmax
+
             scores = Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1])
             heads = softmax(scores, axis=-2) @ V
         else:
@@ -207,8 +223,9 @@ def test_block_built_from_the_helpers_is_right_and_its_mistakes_are_named():
 
     assert checks.residual_attention_block(block)
     assert checks.residual_attention_block(lambda *a: block(*a, residual=False)).mistake == "no-residual"
-    assert checks.residual_attention_block(
-        lambda *a: block(*a, transpose_weights=True)).mistake == "softmax-over-queries"
+    assert (
+        checks.residual_attention_block(lambda *a: block(*a, transpose_weights=True)).mistake == "softmax-over-queries"
+    )
 
 
 def test_embedding_check_forbids_the_helper():
@@ -260,15 +277,20 @@ def _benchmark():
 
 def _ranges(rows):
     """{model: (lowest, highest) held-out accuracy over the seeds} and {model: each seed's best head share}."""
-    return ({name: (round(min(r[0] for r in v), 3), round(max(r[0] for r in v), 3)) for name, v in rows.items()},
-            {name: [r[2] for r in v] for name, v in rows.items()})
+    return (
+        {name: (round(min(r[0] for r in v), 3), round(max(r[0] for r in v), 3)) for name, v in rows.items()},
+        {name: [r[2] for r in v] for name, v in rows.items()},
+    )
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("n_train, quoted", [
-    (2000, {"full": (1, 1), "no attention": (0.076, 0.094), "no positions": (0.374, 0.420)}),
-    (500, {"full": (1, 1), "no attention": (0.058, 0.120), "no positions": (0.390, 0.436)}),
-])
+@pytest.mark.parametrize(
+    "n_train, quoted",
+    [
+        (2000, {"full": (1, 1), "no attention": (0.076, 0.094), "no positions": (0.374, 0.420)}),
+        (500, {"full": (1, 1), "no attention": (0.058, 0.120), "no positions": (0.390, 0.436)}),
+    ],
+)
 def test_the_baselines_ranges_over_five_seeds(n_train, quoted):
     bench = _benchmark()
     rows, expected = bench.measure(bench.MODELS, 5, n_train=n_train)
@@ -276,8 +298,11 @@ def test_the_baselines_ranges_over_five_seeds(n_train, quoted):
     assert accuracy == quoted
     if n_train == 2000:  # the best head's weight on the subject of a hidden verb, on every seed
         assert all(share >= 0.99 for share in shares["full"])
-    above = [(round(row[0], 3), round(level, 3)) for row, (level, _) in zip(rows["no positions"], expected,
-                                                                              strict=True) if row[0] > level]
+    above = [
+        (round(row[0], 3), round(level, 3))
+        for row, (level, _) in zip(rows["no positions"], expected, strict=True)
+        if row[0] > level
+    ]
     assert above == {2000: [(0.420, 0.404)], 500: [(0.436, 0.429), (0.434, 0.415)]}[n_train]
 
 
@@ -298,6 +323,6 @@ def test_layer_norm_and_feed_forward_over_five_seeds():
     mean_share = {name: round(float(np.mean([r[2] for r in v])), 2) for name, v in rows.items()}
     assert worst["attention only"] == worst["+ feed-forward"] == worst["+ both"] == 1
     assert worst["+ LayerNorm"] in (0.998, 1)  # the notebook's "0.998 or 1.000": another CPU's rounding
-    assert mean_share["attention only"] == mean_share["+ feed-forward"] == 1 and mean_share["+ both"] == 0.98
-    assert mean_share["+ LayerNorm"] in (0.97, 0.98)
+    assert mean_share["attention only"] == mean_share["+ feed-forward"] == 1
+    assert mean_share["+ LayerNorm"] in (0.97, 0.98) and mean_share["+ both"] in (0.97, 0.98)  # 0.97 on numpy 1.24
     # (the notebook's numbers for 150 steps, --parts --steps 150, are not rerun here: 20 more trainings)

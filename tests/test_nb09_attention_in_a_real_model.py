@@ -34,37 +34,43 @@ def test_sentence_embedding_solution_is_the_models_pooling(model):
     np.testing.assert_allclose(solution("sentence_embedding")(H, out.real), model.pool(H, out.real), atol=1e-6)
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("no-biases", "you left out the biases"),
-    ("sqrt-d-model", "you divided by √d_model"),
-    ("unscaled", "the scores are not scaled"),
-    ("every-column", "you used every column of W_q and W_k"),
-    ("no-softmax", "you returned the scores themselves"),
-    ("not-normalised", "did not divide by their sum over the keys"),
-    ("softmax-over-queries", "your softmax ran down each column of the (T, T) scores, over the queries"),
-    ("took-column", "you returned column 2 of the weights"),
-    ("whole-matrix", "you returned the weights of every query"),
-    ("called-the-layer", "you called the layer itself"),
-    ("divided-by-d-head", "you divided the scores by d_head = 4; the scale is 1/√d_head"),
-    ("columns-from-head-number", "start at column 1, the head's number"),
-    ("whole-bias", "take this head's slice of the bias"),
-    ("softmax-whole-matrix", "your softmax ran over the whole (T, T) matrix of scores at once"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("no-biases", "you left out the biases"),
+        ("sqrt-d-model", "you divided by √d_model"),
+        ("unscaled", "the scores are not scaled"),
+        ("every-column", "you used every column of W_q and W_k"),
+        ("no-softmax", "you returned the scores themselves"),
+        ("not-normalised", "did not divide by their sum over the keys"),
+        ("softmax-over-queries", "your softmax ran down each column of the (T, T) scores, over the queries"),
+        ("took-column", "you returned column 2 of the weights"),
+        ("whole-matrix", "you returned the weights of every query"),
+        ("called-the-layer", "you called the layer itself"),
+        ("divided-by-d-head", "you divided the scores by d_head = 4; the scale is 1/√d_head"),
+        ("columns-from-head-number", "start at column 1, the head's number"),
+        ("whole-bias", "take this head's slice of the bias"),
+        ("softmax-whole-matrix", "your softmax ran over the whole (T, T) matrix of scores at once"),
+    ],
+)
 def test_attention_row_names_the_common_mistakes(code, words):
     result = checks.attention_row(define(checks.EXERCISES["attention_row"].mistakes[code], "attention_row"))
     assert not result and result.mistake == code and words in result.message
 
 
-@pytest.mark.parametrize(("code", "words"), [
-    ("padding-averaged", "you averaged the padding positions too"),
-    ("not-normalised", "the mean is right but its rows are not of length 1"),
-    ("sum-not-mean", "stopped there, so the rows are not of length 1"),
-    ("first-token", "you took each sentence's first token"),
-    ("normalised-first", "you normalised each token before averaging"),
-    ("one-length-for-all", "one length for all of them"),
-    ("averaged-sentences", "you averaged over the sentences"),
-    ("mask-without-axis", "real needs a last axis of length 1"),
-])
+@pytest.mark.parametrize(
+    ("code", "words"),
+    [
+        ("padding-averaged", "you averaged the padding positions too"),
+        ("not-normalised", "the mean is right but its rows are not of length 1"),
+        ("sum-not-mean", "stopped there, so the rows are not of length 1"),
+        ("first-token", "you took each sentence's first token"),
+        ("normalised-first", "you normalised each token before averaging"),
+        ("one-length-for-all", "one length for all of them"),
+        ("averaged-sentences", "you averaged over the sentences"),
+        ("mask-without-axis", "real needs a last axis of length 1"),
+    ],
+)
 def test_sentence_embedding_names_the_common_mistakes(code, words):
     answer = define(checks.EXERCISES["sentence_embedding"].mistakes[code], "sentence_embedding")
     result = checks.sentence_embedding(answer)
@@ -73,8 +79,11 @@ def test_sentence_embedding_names_the_common_mistakes(code, words):
 
 def test_a_sum_instead_of_a_mean_is_right_after_normalising():
     # the length is divided away: summing the real tokens gives the same unit vector
-    answer = define("def sentence_embedding(H, real):\n    pooled = (H * real[..., None]).sum(axis=1)\n"
-                    "    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)\n", "sentence_embedding")
+    answer = define(
+        "def sentence_embedding(H, real):\n    pooled = (H * real[..., None]).sum(axis=1)\n"
+        "    return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)\n",
+        "sentence_embedding",
+    )
     assert checks.sentence_embedding(answer)
 
 
@@ -96,8 +105,11 @@ def test_the_invitation_written_with_a_lambda_reports_a_crash_instead_of_raising
         raise NotImplementedError
 
     X = model.hidden_states("Attention is a novel idea.")[1]
-    result = checks.compare(lambda: attention_row(X, model.layers[1]["attention"], 8, 2),
-                            model.attentions("Attention is a novel idea.")[1, 8, 2], "layer 1, head 8, row 2")
+    result = checks.compare(
+        lambda: attention_row(X, model.layers[1]["attention"], 8, 2),
+        model.attentions("Attention is a novel idea.")[1, 8, 2],
+        "layer 1, head 8, row 2",
+    )
     assert not result and "✗" in capsys.readouterr().out
 
 

@@ -7,7 +7,7 @@ from _answers import define, mistake_cases, reads_as_meant, solution
 from helpers import checks, grammar, tiny_gpt, widgets
 from helpers import next_word as nw
 from helpers.attention import softmax
-from helpers.checks import _nb11_reference as ref
+from helpers.checks import _reference as ref
 from helpers.gpt_block import window_mask
 from helpers.training import softmax_cross_entropy
 
@@ -42,7 +42,7 @@ def test_next_word_view_is_the_last_positions_softmax_and_the_last_words_attenti
 def test_next_word_view_keeps_the_window_of_a_long_text(params):
     words = ("the cat meows . " * 20).split()  # 80 words: past the context
     probs, rows, keys = widgets.gpt_next_word_view(params, CONFIG, words)
-    assert rows.shape[-1] == CONFIG.context and keys == words[-CONFIG.context:]
+    assert rows.shape[-1] == CONFIG.context and keys == words[-CONFIG.context :]
     assert np.allclose(rows.sum(axis=-1), 1)  # the window holds all of each row's weight
 
 
@@ -183,26 +183,40 @@ def test_cached_attention_step_solution_is_windowed_causal_attention():
 
 MESSAGES = {  # exercise -> mistake code -> words its message must hold
     "next_word_loss": {
-        "targets-not-shifted": ["its own word"], "wraps-around": ["the window's first word"],
-        "shifted-wrong-way": ["the word before it"], "logits-not-cut": ["all 6 positions with the 5 targets"],
-        "softmax-over-positions": ["along the positions"], "softmax-over-batch": ["across the B windows"],
-        "summed": ["the sum over the B·(T − 1) = 10 positions"], "divided-by-all-positions": ["B·T = 12"],
-        "minus-forgotten": ["minus the loss"], "probabilities-not-logs": ["minus their logarithms"],
-        "no-max-shift": ["overflows"], "one-max-for-all": ["underflows to 0", "log 0 is −∞"],
+        "targets-not-shifted": ["its own word"],
+        "wraps-around": ["the window's first word"],
+        "shifted-wrong-way": ["the word before it"],
+        "logits-not-cut": ["all 6 positions with the 5 targets"],
+        "softmax-over-positions": ["along the positions"],
+        "softmax-over-batch": ["across the B windows"],
+        "summed": ["the sum over the B·(T − 1) = 10 positions"],
+        "divided-by-all-positions": ["B·T = 12"],
+        "minus-forgotten": ["minus the loss"],
+        "probabilities-not-logs": ["minus their logarithms"],
+        "no-max-shift": ["overflows"],
+        "one-max-for-all": ["underflows to 0", "log 0 is −∞"],
     },
     "sample_next_word": {
-        "always-greedy": ["every time"], "greedy-below-one": ["only temperature 0 is greedy"],
+        "always-greedy": ["every time"],
+        "greedy-below-one": ["only temperature 0 is greedy"],
         "temperature-multiplied": ["multiplied by the temperature"],
         "temperature-ignored": ["whatever the temperature"],
-        "probabilities-divided": ["after the softmax"], "probability-against-u": ["running sum"],
-        "off-by-one": ["each one before"], "u-ignored": ["different words for the same"],
-        "no-max-shift": ["overflows"], "zero-temperature-divides": ["dividing the logits by 0"],
+        "probabilities-divided": ["after the softmax"],
+        "probability-against-u": ["running sum"],
+        "off-by-one": ["each one before"],
+        "u-ignored": ["different words for the same"],
+        "no-max-shift": ["overflows"],
+        "zero-temperature-divides": ["dividing the logits by 0"],
     },
     "cached_attention_step": {
-        "cache-not-appended": ["the cache you were given"], "own-key-left-out": ["the cached words only"],
-        "no-window": ["has 5 rows"], "window-after-attending": ["cut first"],
-        "kept-oldest": ["kept the oldest 4 rows"], "new-row-first": ["the new word's row first"],
-        "position-from-cache-length": ["its position in the text"], "no-square-root": ["√d = 2"],
+        "cache-not-appended": ["the cache you were given"],
+        "own-key-left-out": ["the cached words only"],
+        "no-window": ["has 5 rows"],
+        "window-after-attending": ["cut first"],
+        "kept-oldest": ["kept the oldest 4 rows"],
+        "new-row-first": ["the new word's row first"],
+        "position-from-cache-length": ["its position in the text"],
+        "no-square-root": ["√d = 2"],
         "divided-by-d": ["by d = 4"],
     },
 }

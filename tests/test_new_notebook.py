@@ -15,14 +15,42 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-# a number and name no real notebook will take, so the copy may include every real one
-NN, NAME = "99", "scaffold_example"
+pytestmark = pytest.mark.slow  # each test copies helpers/ and runs the tool in a fresh Python
+
+
+def free_number(root):
+    """The highest NN that nothing in the repository uses yet: not a notebook, a checks, widgets or test module, nor
+    a README row (a maintainer may be trying the scaffold out with NN=99 while the tests run)."""
+    used = {
+        path.name.removeprefix("test_").removeprefix("nb")[:2]
+        for pattern in ("notebooks/*.ipynb", "helpers/checks/nb*.py", "helpers/widgets/nb*.py", "tests/test_nb*.py")
+        for path in root.glob(pattern)
+    }
+    used |= set(re.findall(r"^\| \[(\d\d)_", (root / "README.md").read_text(encoding="utf-8"), re.M))
+    return max(f"{n:02d}" for n in range(100) if f"{n:02d}" not in used)
+
+
+# the copy includes every real notebook's files, and the scaffold's must not meet any of them
+NN, NAME = free_number(ROOT), "scaffold_example"
 STEM, MODULE = f"{NN}_{NAME}", f"nb{NN}_{NAME}"
-CREATED = [f"notebooks/{STEM}.ipynb", f"helpers/checks/{MODULE}.py", f"helpers/widgets/{MODULE}.py",
-           f"tests/test_{MODULE}.py"]
-COPIED = ["README.md", "pyproject.toml", "notebooks/00_setup_check.ipynb", "tools/new_notebook.py",
-          "tools/tidy_notebooks.py", "deploy/class_link.py", "tests/conftest.py", "tests/_answers.py",
-          "tests/_feedback.py", "tests/test_checks.py"]
+CREATED = [
+    f"notebooks/{STEM}.ipynb",
+    f"helpers/checks/{MODULE}.py",
+    f"helpers/widgets/{MODULE}.py",
+    f"tests/test_{MODULE}.py",
+]
+COPIED = [
+    "README.md",
+    "pyproject.toml",
+    "notebooks/00_setup_check.ipynb",
+    "tools/new_notebook.py",
+    "tools/tidy_notebooks.py",
+    "deploy/class_link.py",
+    "tests/conftest.py",
+    "tests/_answers.py",
+    "tests/_feedback.py",
+    "tests/test_checks.py",
+]
 
 
 @pytest.fixture
@@ -37,15 +65,19 @@ def repo(tmp_path):
 
 def scaffold(repo, *args):
     """Run the copy's tool; (exit code, stdout + stderr)."""
-    result = subprocess.run([sys.executable, repo / "tools" / "new_notebook.py", *args, "--root", repo],
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, repo / "tools" / "new_notebook.py", *args, "--root", repo], capture_output=True, text=True
+    )
     return result.returncode, result.stdout + result.stderr
 
 
 def snapshot(repo):
     """Every file's bytes, caches aside."""
-    return {p.relative_to(repo).as_posix(): p.read_bytes() for p in sorted(repo.rglob("*"))
-            if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts}
+    return {
+        p.relative_to(repo).as_posix(): p.read_bytes()
+        for p in sorted(repo.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts and ".pytest_cache" not in p.parts
+    }
 
 
 def code_sources(path):
@@ -68,58 +100,110 @@ def test_create_writes_the_four_files_and_a_well_formed_readme_row(repo):
     row = added[0]
     slug = re.search(r'^Repository = "https://github\.com/(.+)"', (repo / "pyproject.toml").read_text(), re.M)[1]
     colab = f"https://colab.research.google.com/github/{slug}/blob/main/notebooks/{STEM}.ipynb"
-    assert row.startswith(f"| [{STEM}](notebooks/{STEM}.ipynb) [![Colab](https://colab.research.google.com/"
-                          f"assets/colab-badge.svg)]({colab}) | ")
+    assert row.startswith(
+        f"| [{STEM}](notebooks/{STEM}.ipynb) [![Colab](https://colab.research.google.com/"
+        f"assets/colab-badge.svg)]({colab}) | "
+    )
     assert row.count(" | ") == 3 and row.endswith(" |")
     assert row.split(" | ")[2] == "40"  # the minutes column
     lines = readme.splitlines()
-    at = lines.index(row)  # the last row of the table of notebooks, in number order
-    assert lines[at - 1].startswith("| [") and lines[at - 1][3:5] < NN and not lines[at + 1].startswith("| [")
+    at = lines.index(row)
+    start, end = at, at + 1  # the table of notebooks around it, which stays in number order
+    while lines[start - 1].startswith("| ["):
+        start -= 1
+    while end < len(lines) and lines[end].startswith("| ["):
+        end += 1
+    numbers = [line[3:5] for line in lines[start:end]]
+    assert numbers == sorted(set(numbers)) and len(numbers) > 1, numbers
 
 
 def test_the_notebook_has_the_house_rhythm_and_tags(repo):
     assert scaffold(repo, "create", NN, NAME, "--no-execute", "--minutes", "35 + 5")[0] == 0
     nb = json.loads((repo / CREATED[0]).read_text(encoding="utf-8"))
-    headings = [line for c in nb["cells"] if c["cell_type"] == "markdown"
-                for line in "".join(c["source"]).splitlines() if line.startswith("#")]
+    headings = [
+        line
+        for c in nb["cells"]
+        if c["cell_type"] == "markdown"
+        for line in "".join(c["source"]).splitlines()
+        if line.startswith("#")
+    ]
     assert headings[0] == f"# {NN} · Scaffold example"
     assert [re.sub(r"^#+ (\d+\. )?", "", h).split(":")[0] for h in headings[1:]] == [
-        "The math", "A loop on a tiny input", "Vectorised, checked against the loop", "A picture", "Explore",
-        "Your turn", "Recap"]
+        "The math",
+        "A loop on a tiny input",
+        "Vectorised, checked against the loop",
+        "A picture",
+        "Explore",
+        "Your turn",
+        "Recap",
+    ]
     assert "*Time: about 35 + 5 minutes.*" in "".join(nb["cells"][0]["source"])
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     tagged = [c for c in code if "nbval-ignore-output" in c["metadata"].get("tags", [])]
-    assert [c["source"][0] for c in tagged] == [f"box = widgets.{MODULE}_explorer(scores, tokens, query=2)\n",
-                                                'box.controls["query"].value = 5  # a learner moving the controls, '
-                                                "done by code\n"]
+    assert [c["source"][0] for c in tagged] == [
+        f"box = widgets.{MODULE}_explorer(scores, tokens, query=2)\n",
+        'box.controls["query"].value = 5  # a learner moving the controls, done by code\n',
+    ]
     assert "".join(code[-1]["source"]).endswith(f"checks.{MODULE}_example({MODULE}_example)")
     assert len({c["id"] for c in nb["cells"]}) == len(nb["cells"])
 
 
 def test_the_new_modules_import_register_and_pass_their_tests(repo):
     assert scaffold(repo, "create", NN, NAME, "--no-execute")[0] == 0
-    probe = ("import helpers, helpers.checks as c, helpers.widgets as w; "
-             f"print(helpers.__file__, '{MODULE}_example' in c.EXERCISES, "
-             f"w.{MODULE}_explorer.__module__, w.MODULES[-1].__name__, [d[0] for d in w.MODULES[-1].demos()])")
+    probe = (
+        "import helpers, helpers.checks as c, helpers.widgets as w; "
+        f"m = next(m for m in w.MODULES if m.__name__ == 'helpers.widgets.{MODULE}'); "
+        f"print(helpers.__file__, '{MODULE}_example' in c.EXERCISES, "
+        f"w.{MODULE}_explorer.__module__, [d[0] for d in m.demos()])"
+    )
     out = subprocess.run([sys.executable, "-c", probe], cwd=repo, capture_output=True, text=True, check=True)
     out = out.stdout.strip().splitlines()[-1]  # building the demos may print progress lines first
-    assert out.split() == [str(repo / "helpers" / "__init__.py"), "True", f"helpers.widgets.{MODULE}",
-                           f"helpers.widgets.{MODULE}", f"['{MODULE}_explorer", f"({NN})']"]
+    assert out.split() == [
+        str(repo / "helpers" / "__init__.py"),
+        "True",
+        f"helpers.widgets.{MODULE}",
+        f"['{MODULE}_explorer",
+        f"({NN})']",
+    ]
     # its own tests, and the generic ones every exercise gets, on the copy (test_widgets.py would build every
     # notebook's explorers: seconds; the probe above built this one's demos)
-    tests = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-k", MODULE,
-                            f"tests/test_{MODULE}.py", "tests/test_checks.py"],
-                           cwd=repo, capture_output=True, text=True)
+    tests = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-k",
+            MODULE,
+            f"tests/test_{MODULE}.py",
+            "tests/test_checks.py",
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
     assert tests.returncode == 0, tests.stdout[-3000:]
     assert re.search(r"(\d+) passed", tests.stdout) and int(re.search(r"(\d+) passed", tests.stdout)[1]) >= 15
 
 
-@pytest.mark.parametrize(("nn", "name", "named"), [
-    ("1", NAME, "NN='1'"), ("111", NAME, "NN='111'"), ("ab", NAME, "NN='ab'"), ("", NAME, "NN=''"),
-    (NN, "CrossAttention", "NAME='CrossAttention'"), (NN, "cross-attention", "NAME='cross-attention'"),
-    (NN, "cross__attention", "NAME='cross__attention'"), (NN, "2d_attention", "NAME='2d_attention'"),
-    (NN, "", "NAME=''"), (NN, "a" * 31, "NAME='aaaa"), ("00", "another_setup", "NN=00: the number is already used"),
-])
+@pytest.mark.parametrize(
+    ("nn", "name", "named"),
+    [
+        ("1", NAME, "NN='1'"),
+        ("111", NAME, "NN='111'"),
+        ("ab", NAME, "NN='ab'"),
+        ("", NAME, "NN=''"),
+        (NN, "CrossAttention", "NAME='CrossAttention'"),
+        (NN, "cross-attention", "NAME='cross-attention'"),
+        (NN, "cross__attention", "NAME='cross__attention'"),
+        (NN, "2d_attention", "NAME='2d_attention'"),
+        (NN, "", "NAME=''"),
+        (NN, "a" * 31, "NAME='aaaa"),
+        ("00", "another_setup", "NN=00: the number is already used"),
+    ],
+)
 def test_bad_arguments_are_refused_and_nothing_is_written(repo, nn, name, named):
     before = snapshot(repo)
     code, out = scaffold(repo, "create", nn, name, "--no-execute")
@@ -127,8 +211,9 @@ def test_bad_arguments_are_refused_and_nothing_is_written(repo, nn, name, named)
     assert snapshot(repo) == before
 
 
-@pytest.mark.parametrize(("repository", "named"), [
-    (None, "no Repository"), ("https://git.example.org/a/b", "needs a GitHub address")])
+@pytest.mark.parametrize(
+    ("repository", "named"), [(None, "no Repository"), ("https://git.example.org/a/b", "needs a GitHub address")]
+)
 def test_a_pyproject_without_a_github_address_is_refused_before_anything_is_written(repo, repository, named):
     pyproject = repo / "pyproject.toml"
     text = re.sub(r'^Repository = "[^"]+"\n', "", pyproject.read_text(), flags=re.M)

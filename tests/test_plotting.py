@@ -3,6 +3,7 @@
 import matplotlib
 import numpy as np
 import pytest
+from matplotlib.colors import to_hex
 
 from helpers import html_plots, plotting
 
@@ -30,10 +31,23 @@ def test_arrows_2d_and_scatter_reject_bad_input():
 
 def test_labelled_scatter_colours_by_group_in_input_order():
     points = np.arange(10.0).reshape(5, 2)
-    ax = plotting.labelled_scatter(points, list("abcde"), ["x", "y", "x", "z", "y"])
+    with matplotlib.rc_context({"axes.prop_cycle": matplotlib.cycler(color=["black"])}):  # the palette, not rc's
+        ax = plotting.labelled_scatter(points, list("abcde"), ["x", "y", "x", "z", "y"])
     assert [text.get_text() for text in ax.get_legend().get_texts()] == ["x", "y", "z"]
     assert sorted(t.get_text() for t in ax.texts) == list("abcde")
     assert sum(len(collection.get_offsets()) for collection in ax.collections) == 5
+    dots = [to_hex(collection.get_facecolor()[0]) for collection in ax.collections]
+    assert dots == list(html_plots.TAB10[:3])  # x, y, z: the palette's first three colours
+    labels = {text.get_text(): to_hex(text.get_color()) for text in ax.texts}
+    groups = dict(zip("abcde", "xyxzy", strict=True))
+    assert labels == {label: html_plots.TAB10["xyz".index(group)] for label, group in groups.items()}
+
+
+def test_arrows_and_lines_draw_in_the_palettes_colours():
+    ax = plotting.arrows_2d(np.eye(2), ["a", "b"])
+    assert [to_hex(text.get_color()) for text in ax.texts if text.get_text().strip()] == list(html_plots.TAB10[:2])
+    ax = plotting.token_lines(np.full((2, 2), 0.5), ["a", "b"])
+    assert {to_hex(line.get_color()) for line in ax.lines} == {html_plots.BLUE}
 
 
 def label_boxes(ax):
@@ -47,18 +61,60 @@ def label_boxes(ax):
 
 
 def overlapping_pairs(boxes):
-    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
-            if min(boxes[i][2], boxes[j][2]) > max(boxes[i][0], boxes[j][0])
-            and min(boxes[i][3], boxes[j][3]) > max(boxes[i][1], boxes[j][1])]
+    return [
+        (i, j)
+        for i in range(len(boxes))
+        for j in range(i + 1, len(boxes))
+        if min(boxes[i][2], boxes[j][2]) > max(boxes[i][0], boxes[j][0])
+        and min(boxes[i][3], boxes[j][3]) > max(boxes[i][1], boxes[j][1])
+    ]
 
 
 def test_labelled_scatter_labels_do_not_overlap_on_01s_pca_map(emb):
     from helpers.embeddings import pca_2d
 
-    words = ["cat", "dog", "kitten", "puppy", "horse", "cow", "lion", "tiger", "king", "queen", "prince", "princess",
-             "man", "woman", "boy", "girl", "apple", "banana", "bread", "cheese", "pizza", "rice", "soup", "cake",
-             "paris", "london", "france", "germany", "berlin", "tokyo", "japan", "china", "one", "two", "three",
-             "four", "five", "six", "seven", "eight"]  # 01_embeddings' 40 words, in crowded groups
+    words = [
+        "cat",
+        "dog",
+        "kitten",
+        "puppy",
+        "horse",
+        "cow",
+        "lion",
+        "tiger",
+        "king",
+        "queen",
+        "prince",
+        "princess",
+        "man",
+        "woman",
+        "boy",
+        "girl",
+        "apple",
+        "banana",
+        "bread",
+        "cheese",
+        "pizza",
+        "rice",
+        "soup",
+        "cake",
+        "paris",
+        "london",
+        "france",
+        "germany",
+        "berlin",
+        "tokyo",
+        "japan",
+        "china",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+    ]  # 01_embeddings' 40 words, in crowded groups
     points = pca_2d(np.stack([emb.vector(word) for word in words]))
     ax = plotting.labelled_scatter(points, words, [str(i // 8) for i in range(40)])
     boxes = label_boxes(ax)

@@ -55,8 +55,7 @@ def test_rotary_gradients_need_the_rotation_back():
     # 03's gradient (no rotation) is far from the rotary loss's numerical gradient: the check can fail
     X, targets, params = small_case()
     _, grads_without, _ = training.attention_layer_loss(params, X, targets)
-    errors = training.gradient_check(lambda p: rotary_attention_layer_loss(p, X, targets)[0], params,
-                                     grads_without)
+    errors = training.gradient_check(lambda p: rotary_attention_layer_loss(p, X, targets)[0], params, grads_without)
     assert errors["W_q"] > 0.05 and errors["W_k"] > 0.05
 
 
@@ -104,15 +103,26 @@ def test_training_lowers_the_loss_and_predict_uses_the_kinds_layer():
     np.testing.assert_array_equal(predict("none", params, X)[0], training.attention_layer(params, X)[0])
 
 
-@pytest.mark.parametrize(("call", "error", "match"), [
-    (lambda: task_inputs(np.zeros((2, 3), int), np.eye(3), "learned"), ValueError, r"kind must be one of"),
-    (lambda: task_inputs(np.zeros(3, int), np.eye(3), "none"), ValueError, r"symbols must be integer .*\(3,\)"),
-    (lambda: task_inputs(np.full((1, 2), 3), np.eye(3), "none"), ValueError, r"\[0, 3\).*\(3, 3\)"),
-    (lambda: train_with_positions("sin", np.ones((1, 2, 4)), np.zeros((1, 2), int), 2), ValueError, r"kind"),
-    (lambda: rotary_attention_layer(training.init_attention_params(4, 3, 2), np.ones((1, 2, 4))), ValueError,
-     r"d_k must be even.*\(4, 3\)"),
-    (lambda: rotary_attention_layer({"W_q": np.ones((4, 2))}, np.ones((1, 2, 4))), ValueError, r"missing"),
-])
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (lambda: task_inputs(np.zeros((2, 3), int), np.eye(3), "learned"), ValueError, r"kind must be one of"),
+        (
+            lambda: task_inputs(np.zeros(3, int), np.eye(3), "none"),
+            ValueError,
+            r"symbols must be integer .*shape \(3,\)",
+        ),
+        (lambda: task_inputs(np.zeros((1, 2)), np.eye(3), "none"), TypeError, r"symbols must be integer ids.*float64"),
+        (lambda: task_inputs(np.full((1, 2), 3), np.eye(3), "none"), ValueError, r"symbols must lie in \[0, 3\)"),
+        (lambda: train_with_positions("sin", np.ones((1, 2, 4)), np.zeros((1, 2), int), 2), ValueError, r"kind"),
+        (
+            lambda: rotary_attention_layer(training.init_attention_params(4, 3, 2), np.ones((1, 2, 4))),
+            ValueError,
+            r"d_k must be even.*\(4, 3\)",
+        ),
+        (lambda: rotary_attention_layer({"W_q": np.ones((4, 2))}, np.ones((1, 2, 4))), ValueError, r"missing"),
+    ],
+)
 def test_bad_input(call, error, match):
     with pytest.raises(error, match=match):
         call()

@@ -126,16 +126,19 @@ def test_rotary_equals_the_loop(T, d, seed):
     positions = rng.integers(-50, 500, T)
     np.testing.assert_allclose(apply_rotary(x, positions), rotary_by_loop(x, positions), rtol=0, atol=1e-12)
     np.testing.assert_allclose(apply_rotary(x), rotary_by_loop(x, range(T)), rtol=0, atol=1e-12)
-    np.testing.assert_allclose(apply_rotary(x, positions, base=100), rotary_by_loop(x, positions, base=100),
-                               rtol=0, atol=1e-12)
+    np.testing.assert_allclose(
+        apply_rotary(x, positions, base=100), rotary_by_loop(x, positions, base=100), rtol=0, atol=1e-12
+    )
 
 
 def test_rotary_by_hand():
     x = np.array([[1.0, 0.0, 1.0, 0.0], [1.0, 0.0, 1.0, 0.0], [0.0, 2.0, 0.0, 2.0]])  # (3, 4)
     out = apply_rotary(x)  # frequencies 1 and 10000^(-2/4) = 0.01
-    expected = [[1, 0, 1, 0],  # position 0: no rotation
-                [math.cos(1), math.sin(1), math.cos(0.01), math.sin(0.01)],  # (1, 0) turned by 1 and 0.01 rad
-                [-2 * math.sin(2), 2 * math.cos(2), -2 * math.sin(0.02), 2 * math.cos(0.02)]]  # (0, 2) by 2, 0.02
+    expected = [
+        [1, 0, 1, 0],  # position 0: no rotation
+        [math.cos(1), math.sin(1), math.cos(0.01), math.sin(0.01)],  # (1, 0) turned by 1 and 0.01 rad
+        [-2 * math.sin(2), 2 * math.cos(2), -2 * math.sin(0.02), 2 * math.cos(0.02)],
+    ]  # (0, 2) by 2, 0.02
     np.testing.assert_allclose(out, expected, rtol=0, atol=1e-15)
 
 
@@ -211,16 +214,19 @@ def test_rotary_odd_d_is_a_clear_error(d):
         apply_rotary(np.ones((4, d)))
 
 
-@pytest.mark.parametrize(("x", "kwargs", "error", "match"), [
-    (np.ones(4), {}, ValueError, r"x must have at least 2 dimension"),
-    ("abcd", {}, TypeError, r"x must be an array of numbers"),
-    (np.ones((3, 4)), {"positions": np.arange(4)}, ValueError, r"positions with shape \(4,\).*\(3,\)"),
-    (np.ones((3, 4)), {"positions": np.zeros((2, 3))}, ValueError, r"positions with shape \(2, 3\)"),
-    (np.ones((3, 4)), {"positions": [0, np.nan, 1]}, ValueError, r"positions must be finite"),
-    (np.ones((3, 4)), {"positions": ["a", "b", "c"]}, TypeError, r"positions must be an array of numbers"),
-    (np.ones((3, 4)), {"base": 1}, ValueError, r"base must be a number > 1"),
-    (np.ones((3, 4)), {"base": "10000"}, ValueError, r"base must be a number > 1"),
-])
+@pytest.mark.parametrize(
+    ("x", "kwargs", "error", "match"),
+    [
+        (np.ones(4), {}, ValueError, r"x must have at least 2 dimension"),
+        ("abcd", {}, TypeError, r"x must be an array of numbers"),
+        (np.ones((3, 4)), {"positions": np.arange(4)}, ValueError, r"positions with shape \(4,\).*\(3,\)"),
+        (np.ones((3, 4)), {"positions": np.zeros((2, 3))}, ValueError, r"positions with shape \(2, 3\)"),
+        (np.ones((3, 4)), {"positions": [0, np.nan, 1]}, ValueError, r"positions must be finite"),
+        (np.ones((3, 4)), {"positions": ["a", "b", "c"]}, TypeError, r"positions must be an array of numbers"),
+        (np.ones((3, 4)), {"base": 1}, ValueError, r"base must be a number > 1"),
+        (np.ones((3, 4)), {"base": "10000"}, ValueError, r"base must be a number > 1"),
+    ],
+)
 def test_rotary_bad_input(x, kwargs, error, match):
     with pytest.raises(error, match=match):
         apply_rotary(x, **kwargs)

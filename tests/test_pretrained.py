@@ -164,8 +164,10 @@ def test_a_switched_off_head_is_its_output_removed(model):
     keep[head] = False
     real = np.ones((1, len(h)), dtype=bool)
     ours, _ = model.layer(layer, h[None], real, keep)
-    Q, K, V = (h @ W + b for W, b in ((attention.W_q, attention.b_q), (attention.W_k, attention.b_k),
-                                      (attention.W_v, attention.b_v)))
+    Q, K, V = (
+        h @ W + b
+        for W, b in ((attention.W_q, attention.b_q), (attention.W_k, attention.b_k), (attention.W_v, attention.b_v))
+    )
     heads = []
     for i in range(12):
         cols = slice(32 * i, 32 * i + 32)
@@ -175,8 +177,10 @@ def test_a_switched_off_head_is_its_output_removed(model):
     attended = np.concatenate(heads, axis=-1) @ attention.W_o + attention.b_o  # (T, 384)
     layer_params = model.layers[layer]
     x = layer_norm(h + attended, *layer_params["attention_norm"])
-    x = layer_norm(x + gelu(x @ layer_params["W_1"] + layer_params["b_1"]) @ layer_params["W_2"]
-                   + layer_params["b_2"], *layer_params["output_norm"])
+    x = layer_norm(
+        x + gelu(x @ layer_params["W_1"] + layer_params["b_1"]) @ layer_params["W_2"] + layer_params["b_2"],
+        *layer_params["output_norm"],
+    )
     np.testing.assert_allclose(ours[0], x, atol=2e-5)
 
 
@@ -192,28 +196,32 @@ def test_a_replaced_head_adds_its_vector_at_every_token_instead(model):
     replace[head] = vector
     replace[head + 1] = 100.0  # a head that is kept: its vector is not used
     ours, _ = model.layer(layer, h, real, keep, replace)
-    attended, _ = model.layers[layer]["attention"](h, mask=np.stack([np.ones((12, h.shape[1], h.shape[1]), bool)
-                                                                     * keep[:, None, None]]))
+    attended, _ = model.layers[layer]["attention"](
+        h, mask=np.stack([np.ones((12, h.shape[1], h.shape[1]), bool) * keep[:, None, None]])
+    )
     params = model.layers[layer]
     x = layer_norm(h + attended + vector, *params["attention_norm"])
     x = layer_norm(x + gelu(x @ params["W_1"] + params["b_1"]) @ params["W_2"] + params["b_2"], *params["output_norm"])
     np.testing.assert_allclose(ours, x, atol=2e-5)
-    np.testing.assert_array_equal(model.layer(layer, h, real, np.ones(12, bool), replace)[0],
-                                  model.layer(layer, h, real)[0])  # no head off: nothing replaced
+    np.testing.assert_array_equal(
+        model.layer(layer, h, real, np.ones(12, bool), replace)[0], model.layer(layer, h, real)[0]
+    )  # no head off: nothing replaced
 
 
 def test_run_and_encode_take_the_replacement_per_layer_and_head(model):
     keep = np.ones((6, 12), dtype=bool)
     keep[3, 7] = False
     replace = np.zeros((6, 12, 384), dtype=np.float32)
-    np.testing.assert_array_equal(model.encode(TEXTS, head_mask=keep, replace=replace),
-                                  model.encode(TEXTS, head_mask=keep))  # a zero vector: zero-ablation
+    np.testing.assert_array_equal(
+        model.encode(TEXTS, head_mask=keep, replace=replace), model.encode(TEXTS, head_mask=keep)
+    )  # a zero vector: zero-ablation
     replace[3, 7] = np.linspace(-1, 1, 384)  # not a constant: LayerNorm would take a constant away
     moved = model.run(TEXTS, head_mask=keep, replace=replace)
     np.testing.assert_array_equal(moved.states[:, :4], model.run(TEXTS, head_mask=keep).states[:, :4])
     assert not np.allclose(moved.states[:, 4], model.run(TEXTS, head_mask=keep).states[:, 4], atol=1e-3)
-    np.testing.assert_allclose(model.encode(TEXTS, head_mask=keep, replace=replace),
-                               model.pool(moved.states[:, -1], moved.real), atol=1e-6)
+    np.testing.assert_allclose(
+        model.encode(TEXTS, head_mask=keep, replace=replace), model.pool(moved.states[:, -1], moved.real), atol=1e-6
+    )
     with pytest.raises(ValueError, match=r"replace must be floats of shape \(6, 12, 384\)"):
         model.encode(TEXTS, head_mask=keep, replace=np.zeros((12, 384)))
 
@@ -222,6 +230,19 @@ def test_run_and_encode_take_the_replacement_per_layer_and_head(model):
 def test_bad_head_mask_is_refused(model, head_mask):
     with pytest.raises(ValueError, match=r"head_mask must be a bool array of shape \(6, 12\)"):
         model.run(TEXTS, head_mask=head_mask)
+
+
+def test_the_head_mask_and_replace_checks_are_the_models_public_ones(model):
+    np.testing.assert_array_equal(model.check_head_mask(None), np.ones((6, 12), dtype=bool))  # None keeps every head
+    groups = np.ones((2, 6, 12), dtype=bool)
+    assert model.check_head_mask(groups, "head_masks", groups=True) is not None
+    with pytest.raises(ValueError, match=r"head_masks must be a bool array of shape \(g, 6, 12\)"):
+        model.check_head_mask(groups[0], "head_masks", groups=True)  # one mask without its group axis
+    with pytest.raises(ValueError, match=r"head_mask must be a bool array of shape \(6, 12\).*bool \(2, 6, 12\)"):
+        model.check_head_mask(groups)
+    assert model.check_replace(None) == [None] * 6
+    layers = model.check_replace(np.zeros((6, 12, 384)))
+    assert len(layers) == 6 and all(r.shape == (12, 384) and r.dtype == model.dtype for r in layers)
 
 
 @pytest.mark.parametrize("texts", [[], [1, 2], None])

@@ -1,5 +1,6 @@
 """helpers.threads: BLAS held to one thread and restored, work shared by threads, errors raised."""
 
+import os
 import threading
 
 import numpy as np
@@ -53,9 +54,18 @@ def test_parallel_for_raises_what_the_work_raised_and_restores_blas():
     assert threads.blas_threads() == before
 
 
-def test_default_threads_is_every_core_only_when_blas_can_be_held():
-    expected = threads.cpu_count() if threads.blas_controllable() else 1
-    assert threads.default_threads() == expected >= 1
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity mask on this system")
+@pytest.mark.parametrize("controllable", [True, False], ids=["blas-held", "blas-not-held"])
+def test_default_threads_is_every_core_this_process_may_use_only_when_blas_can_be_held(monkeypatch, controllable):
+    monkeypatch.setattr(threads, "blas_controllable", lambda: controllable)
+    allowed = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, {min(allowed)})  # one core, as a container or a hub may give a learner
+    try:
+        on_one_core = threads.default_threads()
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert on_one_core == 1
+    assert threads.default_threads() == (len(allowed) if controllable else 1)
 
 
 def test_threads_share_numpy_work_and_get_the_same_answer():

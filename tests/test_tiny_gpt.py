@@ -6,16 +6,18 @@ import pytest
 
 from helpers import gpt_block as gb
 from helpers import grammar
-from helpers import next_word as nw
 from helpers import tiny_gpt as tg
+from helpers.gradients import numerical_gradient, relative_error
 from helpers.kv_cache import KVCache
 from helpers.masking import causal_mask
 from helpers.positional import apply_rotary
-from helpers.training import numerical_gradient, relative_error
 
 SMALL = tg.Config(d_model=8, n_heads=2, n_layers=2, d_ff=12, context=5)
-VARIANTS = [tg.Config(d_model=8, n_heads=2, n_layers=2, d_ff=12, context=5, norm=norm, residual=residual)
-            for norm in ("pre", "post") for residual in (True, False)]
+VARIANTS = [
+    tg.Config(d_model=8, n_heads=2, n_layers=2, d_ff=12, context=5, norm=norm, residual=residual)
+    for norm in ("pre", "post")
+    for residual in (True, False)
+]
 
 
 def noisy_params(config, rng):
@@ -30,12 +32,14 @@ def noisy_params(config, rng):
 def worst_gradient_error(loss_fn, params, grads):
     worst = 0.0
     for name in params:
+
         def f(w, name=name):
             saved, params[name] = params[name], w
             try:
                 return loss_fn()
             finally:
                 params[name] = saved
+
         worst = max(worst, relative_error(numerical_gradient(f, params[name].copy()), grads[name]))
     return worst
 
@@ -100,21 +104,32 @@ def test_causal_self_attention_backward_matches_finite_differences(rng, window, 
     everything = {**params, "X": X}
 
     def loss():
-        return float(np.sum(gb.causal_self_attention(everything, everything["X"], 2, window=window,
-                                                     start=start)[0] * d_out))
+        return float(
+            np.sum(gb.causal_self_attention(everything, everything["X"], 2, window=window, start=start)[0] * d_out)
+        )
 
     assert worst_gradient_error(loss, everything, {**grads, "X": d_X}) < 1e-6
 
 
 def test_feed_forward_backward_matches_finite_differences(rng):
-    params = {"W_1": rng.normal(size=(4, 6)), "b_1": rng.normal(size=6), "W_2": rng.normal(size=(6, 4)),
-              "b_2": rng.normal(size=4)}
+    params = {
+        "W_1": rng.normal(size=(4, 6)),
+        "b_1": rng.normal(size=6),
+        "W_2": rng.normal(size=(6, 4)),
+        "b_2": rng.normal(size=4),
+    }
     x, d_out = rng.normal(size=(2, 3, 4)), rng.normal(size=(2, 3, 4))
     _, a = gb.feed_forward(params, x)
     d_x, grads = gb.feed_forward_backward(d_out, params, x, a)
     everything = {**params, "x": x}
-    assert worst_gradient_error(lambda: float(np.sum(gb.feed_forward(everything, everything["x"])[0] * d_out)),
-                                everything, {**grads, "x": d_x}) < 1e-6
+    assert (
+        worst_gradient_error(
+            lambda: float(np.sum(gb.feed_forward(everything, everything["x"])[0] * d_out)),
+            everything,
+            {**grads, "x": d_x},
+        )
+        < 1e-6
+    )
 
 
 @pytest.mark.parametrize("norm", gb.NORMS)
@@ -127,8 +142,14 @@ def test_block_backward_matches_finite_differences(rng, norm, residual):
     _, cache = gb.block(params, x, 2, **kwargs)
     d_x, grads = gb.block_backward(d_out, params, cache, 2, **kwargs)
     everything = {**params, "x": x}
-    assert worst_gradient_error(lambda: float(np.sum(gb.block(everything, everything["x"], 2, **kwargs)[0] * d_out)),
-                                everything, {**grads, "x": d_x}) < 1e-6
+    assert (
+        worst_gradient_error(
+            lambda: float(np.sum(gb.block(everything, everything["x"], 2, **kwargs)[0] * d_out)),
+            everything,
+            {**grads, "x": d_x},
+        )
+        < 1e-6
+    )
 
 
 # --- the whole model --------------------------------------------------------------------------------
@@ -181,8 +202,8 @@ def test_forward_is_causal_exactly(rng):
     assert logits.shape == (3, 12, len(tg.VOCAB))
     for t in (0, 4, 10):
         changed = ids.copy()
-        changed[:, t + 1:] = rng.integers(SMALL.vocab_size, size=changed[:, t + 1:].shape)
-        assert np.array_equal(tg.forward(params, SMALL, changed)[:, :t + 1], logits[:, :t + 1])
+        changed[:, t + 1 :] = rng.integers(SMALL.vocab_size, size=changed[:, t + 1 :].shape)
+        assert np.array_equal(tg.forward(params, SMALL, changed)[:, : t + 1], logits[:, : t + 1])
 
 
 def test_forward_with_kv_caches_equals_forward_without(rng):
@@ -194,7 +215,7 @@ def test_forward_with_kv_caches_equals_forward_without(rng):
     first = tg.forward_with_cache(params, SMALL, ids[:, :3], 0, caches)[0]
     rows = [first[0, t] for t in range(3)]
     for t in range(3, 14):
-        rows.append(tg.forward_with_cache(params, SMALL, ids[:, t:t + 1], t, caches)[0][0, 0])
+        rows.append(tg.forward_with_cache(params, SMALL, ids[:, t : t + 1], t, caches)[0][0, 0])
         assert all(len(c) <= SMALL.context for c in caches)
     assert np.allclose(np.array(rows), whole[0], atol=1e-12)
 
@@ -228,19 +249,20 @@ def small_model():
     rng = np.random.default_rng(3)
     config = tg.Config(d_model=16, n_heads=2, n_layers=2, d_ff=32, context=6)
     params = tg.init_params(config, rng)
-    tg.train(params, config, tg.stream(grammar.make_corpus(300, 1, rng=3)[0]), steps=30, rng=rng)
+    tg.train_next_word(params, config, tg.stream(grammar.make_corpus(300, 1, rng=3)[0]), steps=30, rng=rng)
     return params, config
 
 
-@pytest.mark.parametrize("temperature, top_k, seed", [(1.0, None, 0), (1.0, None, 1), (0.7, 5, 2), (0, None, 0),
-                                                      (2.0, 3, 4)])
-def test_generate_with_and_without_the_cache_writes_the_same_words_past_the_context(small_model, temperature,
-                                                                                    top_k, seed):
+@pytest.mark.parametrize(
+    "temperature, top_k, seed", [(1.0, None, 0), (1.0, None, 1), (0.7, 5, 2), (0, None, 0), (2.0, 3, 4)]
+)
+def test_generate_with_and_without_the_cache_writes_the_same_words_past_the_context(
+    small_model, temperature, top_k, seed
+):
     params, config = small_model
     prompt = ["."]
     cached = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed, cache=True)
-    recomputed = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed,
-                             cache=False)
+    recomputed = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed, cache=False)
     assert cached == recomputed
     assert len(cached) == 61 and cached[0] == "." and set(cached) <= set(tg.VOCAB)
     assert 60 > tg.span_needed(config)  # the test runs past what the window looks back over
@@ -275,38 +297,24 @@ def test_generate_is_repeatable_and_greedy_at_temperature_0(small_model):
     assert tg.generate(params, config, ["the", "cat"], 0) == ["the", "cat"]
 
 
-@pytest.mark.parametrize("kwargs, error, words", [
-    (dict(prompt=["the", "unicorn"]), ValueError, "unknown words \\['unicorn'\\]"),
-    (dict(prompt=[]), ValueError, "prompt must hold at least one word"),
-    (dict(prompt=[1, 2]), TypeError, "prompt must be a list of words"),
-    (dict(n_new=-1), ValueError, "n_new must be an int >= 0"),
-    (dict(n_new=2.5), ValueError, "n_new"),
-    (dict(temperature=-0.5), ValueError, "temperature must be a number >= 0"),
-    (dict(temperature="hot"), ValueError, "temperature"),
-    (dict(top_k=0), ValueError, "top_k must be None or an int"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, words",
+    [
+        (dict(prompt=["the", "unicorn"]), ValueError, "unknown words \\['unicorn'\\]"),
+        (dict(prompt=[]), ValueError, "prompt must hold at least one word"),
+        (dict(prompt=[1, 2]), TypeError, "prompt must be a list of words"),
+        (dict(n_new=-1), ValueError, "n_new must be an int >= 0"),
+        (dict(n_new=2.5), ValueError, "n_new"),
+        (dict(temperature=-0.5), ValueError, "temperature must be a number >= 0"),
+        (dict(temperature="hot"), ValueError, "temperature"),
+        (dict(top_k=0), ValueError, "top_k must be None or an int"),
+    ],
+)
 def test_generate_names_bad_arguments(small_model, kwargs, error, words):
     params, config = small_model
     call = dict(prompt=["."], n_new=3) | kwargs
     with pytest.raises(error, match=words):
         tg.generate(params, config, call.pop("prompt"), call.pop("n_new"), **call)
-
-
-def test_next_word_distribution_temperature_and_top_k(rng):
-    logits = rng.normal(size=9)
-    assert np.allclose(tg.next_word_distribution(logits, 0.5), np.exp(2 * logits) / np.exp(2 * logits).sum())
-    greedy = tg.next_word_distribution(logits, 0)
-    assert greedy[np.argmax(logits)] == 1 and greedy.sum() == 1
-    top3 = tg.next_word_distribution(logits, 1.0, top_k=3)
-    assert np.count_nonzero(top3) == 3 and set(np.nonzero(top3)[0]) == set(np.argsort(-logits)[:3])
-    assert np.isclose(top3.sum(), 1)
-
-
-def test_sample_draws_each_word_as_often_as_its_probability():
-    probs = np.array([0.5, 0.0, 0.3, 0.2])
-    rng = np.random.default_rng(0)
-    counts = np.bincount([tg.sample(probs, rng) for _ in range(20000)], minlength=4)
-    assert counts[1] == 0 and np.allclose(counts / 20000, probs, atol=0.015)
 
 
 def test_train_is_deterministic_and_lowers_the_loss():
@@ -315,80 +323,5 @@ def test_train_is_deterministic_and_lowers_the_loss():
     assert all(np.array_equal(a[n], b[n]) for n in a)
     config = tg.Config(d_model=16, n_heads=2, n_layers=1, d_ff=16, context=8)
     params = tg.init_params(config, 0)
-    losses = tg.train(params, config, tg.stream(grammar.make_corpus(200, 1, rng=0)[0]), steps=60, rng=0)
+    losses = tg.train_next_word(params, config, tg.stream(grammar.make_corpus(200, 1, rng=0)[0]), steps=60, rng=0)
     assert np.mean(losses[-10:]) < np.mean(losses[:10]) - 0.5
-
-
-def test_stream_and_windows():
-    ids = tg.stream([["the", "cat", "meows"], ["the", "dogs", "bark"]])
-    assert [tg.VOCAB[i] for i in ids] == "the cat meows . the dogs bark .".split()
-    windows = tg.random_windows(np.arange(10), 4, 6, np.random.default_rng(0))
-    assert windows.shape == (6, 4) and np.all(np.diff(windows, axis=1) == 1)
-    with pytest.raises(ValueError, match="unknown words"):
-        tg.encode(["the", "Cat"])
-
-
-# --- judging what it writes --------------------------------------------------------------------------
-
-
-def test_judge_accepts_exactly_what_the_grammar_parses():
-    rng = np.random.default_rng(0)
-    for _ in range(300):
-        words = list(grammar.random_sentence(rng).words)
-        assert nw.judge(words) == {"shape": True, "agrees": True, "distinct": True}
-        broken = list(words)
-        i = rng.integers(len(broken))
-        broken[i] = tg.VOCAB[rng.integers(1, len(tg.VOCAB))]  # one word replaced by any word
-        verdict = nw.judge(broken)
-        try:
-            grammar.parse(broken)
-            parsed = True
-        except ValueError:
-            parsed = False
-        assert parsed == (verdict["shape"] and verdict["agrees"] and verdict["distinct"]), broken
-
-
-def test_judge_names_each_kind_of_mistake():
-    assert nw.judge("the cat near the cat meows") == {"shape": True, "agrees": True, "distinct": False}
-    assert nw.judge("the cats near the dog meows") == {"shape": True, "agrees": False, "distinct": True}
-    assert nw.judge("the cat the meows") == {"shape": False, "agrees": False, "distinct": False}
-    assert not nw.judge("the cat near the dog behind the cow with the bird meows")["shape"]  # 3 phrases before
-
-
-def test_sentence_report_counts():
-    sentences = [s.split() for s in ("the cat meows", "the cat meows", "the cat near the cat meows", "the dog meows",
-                                     "cat")]
-    report = nw.sentence_report(sentences, corpus=[["the", "cat", "meows"]])
-    assert report["sentences"] == 5 and report["different"] == 4 and report["new"] == 0
-    assert report["shape"] == 0.8 and report["agrees"] == 0.6 and report["grammatical"] == 0.4
-    assert nw.split_sentences("the cat . the dog barks . the cow moos . the".split()) == [["the", "dog", "barks"],
-                                                                                         ["the", "cow", "moos"]]
-    with pytest.raises(ValueError, match="no finished sentence"):
-        nw.sentence_report([])
-
-
-def test_bigram_counts_and_loss():
-    ids = np.array([0, 1, 2, 1, 2, 0])
-    bigram = nw.Bigram(ids, 3)
-    expected = np.array([[1, 2, 1], [1, 1, 3], [2, 2, 1]]) / np.array([[4], [5], [5]])
-    assert np.allclose(bigram.probs, expected)
-    loss = nw.held_out_loss(bigram.logits, ids, 5)
-    assert np.isclose(loss, -np.mean(np.log([expected[a, b] for a, b in zip(ids[:-1], ids[1:], strict=True)])))
-    assert len(bigram.generate([0], 10, rng=0)) == 11
-
-
-def test_verb_agreement_of_an_oracle_and_of_a_constant():
-    sentences = grammar.make_corpus(1, 40, rng=2)[1]
-    verb_ids = [tg.WORD_ID[v] for v in grammar.VERBS]
-
-    def oracle(ids):
-        logits = np.zeros(ids.shape + (len(tg.VOCAB),))
-        for n, s in enumerate(sentences):
-            logits[n, s.verb, tg.WORD_ID[s.words[s.verb]]] = 5.0
-        return logits
-
-    assert nw.verb_agreement(oracle, sentences, tg.WORD_ID["."], tg.WORD_ID) == 1.0
-    constant = nw.verb_agreement(lambda ids: np.zeros(ids.shape + (len(tg.VOCAB),)), sentences, tg.WORD_ID["."],
-                                 tg.WORD_ID)
-    right = np.mean([s.words[s.verb] == tg.VOCAB[verb_ids[0]] for s in sentences])
-    assert constant == right

@@ -7,7 +7,7 @@ import pytest
 from helpers import MultiHeadAttention, grammar, pretrained
 from helpers import tiny_model as tm
 from helpers import transformer as tf
-from helpers.training import gradient_check, numerical_gradient, relative_error
+from helpers.gradients import gradient_check, numerical_gradient, relative_error
 
 TOLERANCE = 1e-6  # float64 central differences of a correct gradient land near 1e-9 or below
 
@@ -39,14 +39,50 @@ def test_embed_backward(rng):
     _check(lambda e: np.sum(G * e[ids]), tf.embed_backward(G, ids, 7), E)
 
 
-@pytest.mark.parametrize("shape", [(4, 5), (2, 3, 5)])
-def test_linear_backward(rng, shape):
+@pytest.mark.parametrize("flatten", [False, True])
+@pytest.mark.parametrize("shape", [(4, 5), (2, 3, 5), (2, 2, 3, 5)])
+def test_linear_backward(rng, shape, flatten):
     x, W, b = rng.normal(size=shape), rng.normal(size=(5, 3)), rng.normal(size=3)
     G = rng.normal(size=shape[:-1] + (3,))
-    d_x, d_W, d_b = tf.linear_backward(G, x, W)
+    d_x, d_W, d_b = tf.linear_backward(G, x, W, flatten=flatten)
     _check(lambda v: np.sum(G * (v @ W + b)), d_x, x)
     _check(lambda w: np.sum(G * (x @ w + b)), d_W, W)
     _check(lambda c: np.sum(G * (x @ W + c)), d_b, b)
+
+
+def test_linear_backward_flattened_is_one_product_over_every_row(rng):
+    # flatten=True must be the 2-D computation on the stacked rows, to the bit (11's training relies on it)
+    x, W, G = rng.normal(size=(4, 6, 5)), rng.normal(size=(5, 3)), rng.normal(size=(4, 6, 3))
+    flat = tf.linear_backward(G, x, W, flatten=True)
+    rows = tf.linear_backward(G.reshape(24, 3), x.reshape(24, 5), W)
+    np.testing.assert_array_equal(flat[0], rows[0].reshape(x.shape))
+    np.testing.assert_array_equal(flat[1], x.reshape(24, 5).T @ G.reshape(24, 3))
+    np.testing.assert_array_equal(flat[2], rows[2])
+    per_item = tf.linear_backward(G, x, W)  # the same gradients, summed in another order
+    for a, b in zip(flat, per_item, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_named_layer_norm_reads_and_writes_its_parameters_by_name(rng):
+    x, G = rng.normal(size=(2, 3, 5)), rng.normal(size=(2, 3, 5))
+    params = {"ln1_gamma": rng.normal(size=5), "ln1_beta": rng.normal(size=5), "ln2_gamma": np.ones(5)}
+    np.testing.assert_array_equal(
+        tf.named_layer_norm(params, "ln1", x), tf.layer_norm(x, params["ln1_gamma"], params["ln1_beta"], tf.LN_EPS)
+    )
+    grads = {"W": 0}
+    d_x = tf.named_layer_norm_backward(G, params, "ln1", x, grads)
+    expected = tf.layer_norm_backward(G, x, params["ln1_gamma"])
+    np.testing.assert_array_equal(d_x, expected[0])
+    assert sorted(grads) == ["W", "ln1_beta", "ln1_gamma"]
+    np.testing.assert_array_equal(grads["ln1_gamma"], expected[1])
+    np.testing.assert_array_equal(grads["ln1_beta"], expected[2])
+
+
+def test_check_params_names_every_missing_or_misshapen_parameter():
+    shapes = {"E": (4, 2), "W": (2, 2), "b": (2,)}
+    tf.check_params({"E": np.zeros((4, 2)), "W": np.zeros((2, 2)), "b": np.zeros(2), "extra": 0}, shapes, "cfg")
+    with pytest.raises(ValueError, match=r"params do not fit cfg: \{'W': \(2, 3\), 'b': 'missing'\}"):
+        tf.check_params({"E": np.zeros((4, 2)), "W": np.zeros((2, 3))}, shapes, "cfg")
 
 
 def test_gelu_backward(rng):
@@ -81,10 +117,16 @@ def test_self_attention_backward(rng, batch, rows):
     assert np.all(d_X[1, 3:] == 0) and np.all(d_X[2, 4:] == 0)  # padding feeds nothing
 
 
-CONFIGS = {"full": {}, "layer norm": dict(layer_norm=True), "feed-forward": dict(feed_forward=True),
-           "both": dict(layer_norm=True, feed_forward=True), "no attention": dict(attention=False),
-           "no positions": dict(positions=False), "no residual": dict(residual=False),
-           "no residual, with LayerNorm": dict(residual=False, layer_norm=True)}
+CONFIGS = {
+    "full": {},
+    "layer norm": dict(layer_norm=True),
+    "feed-forward": dict(feed_forward=True),
+    "both": dict(layer_norm=True, feed_forward=True),
+    "no attention": dict(attention=False),
+    "no positions": dict(positions=False),
+    "no residual": dict(residual=False),
+    "no residual, with LayerNorm": dict(residual=False, layer_norm=True),
+}
 
 
 @pytest.mark.parametrize("variant", CONFIGS)
@@ -100,8 +142,9 @@ def test_the_whole_model_backward(variant):
         if name.endswith(("gamma", "beta")) or name.startswith("b_"):
             params[name] = params[name] + rng.normal(0, 0.3, params[name].shape)
     _, grads = tm.loss_and_grads(params, config, ids, lengths, masked, targets)
-    errors = gradient_check(lambda p: tm.loss_and_grads(p, config, ids, lengths, masked, targets)[0],
-                            params, grads, eps=1e-5)
+    errors = gradient_check(
+        lambda p: tm.loss_and_grads(p, config, ids, lengths, masked, targets)[0], params, grads, eps=1e-5
+    )
     assert set(errors) == set(params) and max(errors.values()) < TOLERANCE, errors
 
 
@@ -135,8 +178,11 @@ def test_padding_changes_nothing_for_the_real_words():
     masked = np.array([5])
     ids, _ = grammar.mask_positions(ids, masked)
     padded = np.concatenate([ids, np.zeros((1, 4), int)], axis=1)
-    np.testing.assert_allclose(tm.forward(params, config, padded, lengths, masked)[0],
-                               tm.forward(params, config, ids, lengths, masked)[0], rtol=1e-12)
+    np.testing.assert_allclose(
+        tm.forward(params, config, padded, lengths, masked)[0],
+        tm.forward(params, config, ids, lengths, masked)[0],
+        rtol=1e-12,
+    )
 
 
 def test_gelu_and_layer_norm_are_the_pretrained_models_own():
@@ -170,8 +216,16 @@ def test_training_lowers_the_loss_and_is_seeded():
     for _ in range(2):
         params = tm.init_params(config, rng=0)
         seen = []
-        losses = tm.train(params, config, train, steps=30, batch_size=32, lr=0.02, rng=1,
-                          callback=lambda step, loss, seen=seen: seen.append(step))
+        losses = tm.train_masked_word(
+            params,
+            config,
+            train,
+            steps=30,
+            batch_size=32,
+            lr=0.02,
+            rng=1,
+            callback=lambda step, loss, seen=seen: seen.append(step),
+        )
         runs.append(losses)
     assert runs[0] == runs[1] and seen == list(range(30))
     assert np.mean(runs[0][-5:]) < np.mean(runs[0][:5]) - 0.5
@@ -219,16 +273,49 @@ def _bad_calls():
         (lambda: tm.Config(d_model=10, n_heads=3), ValueError, "not divisible"),
         (lambda: tm.Config(d_ff=0), ValueError, "d_ff"),
         (lambda: tm.Config(attention=False, residual=False), ValueError, "residual=False needs attention"),
-        (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(layer_norm=True), np.ones((1, 3), int),
-                            np.array([3]), np.array([0])), ValueError, "ln_1_gamma"),
-        (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(), np.array([[2, 99, 3]]),
-                            np.array([3]), np.array([0])), ValueError, "ids"),
-        (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(), np.ones((1, 3), int),
-                            np.array([3]), np.array([3])), ValueError, "masked"),
-        (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(), np.ones((1, 3), int),
-                            np.array([3]), np.array([1.0])), TypeError, "masked must be integers"),
-        (lambda: tm.forward(tm.init_params(tm.Config(), 0), tm.Config(attention=False), np.ones((1, 3), int),
-                            np.array([2.5]), np.array([0])), TypeError, "lengths must be integers"),
+        (
+            lambda: tm.forward(
+                tm.init_params(tm.Config(), 0),
+                tm.Config(layer_norm=True),
+                np.ones((1, 3), int),
+                np.array([3]),
+                np.array([0]),
+            ),
+            ValueError,
+            "ln_1_gamma",
+        ),
+        (
+            lambda: tm.forward(
+                tm.init_params(tm.Config(), 0), tm.Config(), np.array([[2, 99, 3]]), np.array([3]), np.array([0])
+            ),
+            ValueError,
+            "ids",
+        ),
+        (
+            lambda: tm.forward(
+                tm.init_params(tm.Config(), 0), tm.Config(), np.ones((1, 3), int), np.array([3]), np.array([3])
+            ),
+            ValueError,
+            "masked",
+        ),
+        (
+            lambda: tm.forward(
+                tm.init_params(tm.Config(), 0), tm.Config(), np.ones((1, 3), int), np.array([3]), np.array([1.0])
+            ),
+            TypeError,
+            "masked must be integers",
+        ),
+        (
+            lambda: tm.forward(
+                tm.init_params(tm.Config(), 0),
+                tm.Config(attention=False),
+                np.ones((1, 3), int),
+                np.array([2.5]),
+                np.array([0]),
+            ),
+            TypeError,
+            "lengths must be integers",
+        ),
     ]
 
 

@@ -1,15 +1,21 @@
-"""Every explorer of every notebook, built as its demo and driven by its controls."""
+"""Every explorer of every notebook, built as its demo and driven by its controls; what the explorers share."""
+
+import ast
+import inspect
+import re
 
 import pytest
 
-from helpers import widgets
+from helpers import head_views, html_plots, plotting, widgets
+from helpers.widgets._explorer import temperature_slider, unknown_words
 
 DEMOS = list(widgets.demos())
 
 
 def test_every_notebook_module_has_explorers():
     assert [m.__name__.rsplit(".", 1)[1][:4] for m in widgets.MODULES] == sorted(
-        m.__name__.rsplit(".", 1)[1][:4] for m in widgets.MODULES)
+        m.__name__.rsplit(".", 1)[1][:4] for m in widgets.MODULES
+    )
     assert len(DEMOS) >= len(widgets.MODULES)
     for module in widgets.MODULES:
         for name in module.__all__:
@@ -27,3 +33,63 @@ def test_each_move_redraws_what_the_explorer_shows(name, box, moves, shown):
         assert len(shown) == before + 1, f"{name}: moving {control} to {value!r} did not redraw"
     box.refresh()
     assert len(shown) == before + 2
+
+
+@pytest.mark.parametrize(
+    "module", [*widgets.MODULES, html_plots, head_views, plotting], ids=lambda m: m.__name__.rsplit(".", 1)[1]
+)
+def test_each_module_exports_what_it_defines_in_its_all(module):
+    """__all__ lists each public name the module defines once, and nothing else (widgets.<name> reaches a widgets
+    module's; docs/helpers-api.md lists them); every other name it defines starts with _."""
+    assert len(module.__all__) == len(set(module.__all__))
+    tree = ast.parse(inspect.getsource(module))
+    defined = {node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.ClassDef)}
+    defined |= {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    assert {name for name in defined if not name.startswith("_")} - {"demos"} == set(module.__all__)
+
+
+def test_unknown_words_names_each_once_in_order_and_counts_the_rest():
+    assert unknown_words(["the", "cat"], {"the", "cat"}) == ""
+    assert unknown_words(["x", "the", "y", "x"], {"the"}) == "'x', 'y'"
+    assert unknown_words([str(i) for i in range(8)], set(), most=5) == "'0', '1', '2', '3', '4' and 3 more"
+
+
+def test_the_temperature_slider_runs_from_the_powers_of_ten_given():
+    slider = temperature_slider(2.0, powers=(-1, 2))
+    assert (slider.value, slider.base, slider.min, slider.max, slider.description) == (2.0, 10, -1, 2, "temperature")
+
+
+def test_the_training_monitor_draws_each_run_in_its_own_colour():
+    runs = [f"run {i}" for i in range(6)]  # 11's six variants
+    monitor = widgets.training_monitor(runs, steps=10, every=5)
+    for run in runs:
+        on_step = monitor.callback(run)
+        for step in range(10):
+            on_step(step, 1.0)
+    strokes = re.findall(r'<polyline [^>]*stroke="(#\w+)"', monitor.children[-1].value)
+    assert strokes == list(html_plots.TAB10[:6])
+
+
+def test_the_offset_curve_of_07_has_a_point_per_offset_and_a_dot_at_this_one(shown):
+    box = widgets.position_explorer(d_model=64, p=10, q=13)
+    for q, k in ((13, 3), (10, 0), (200, 190)):
+        box.controls["q"].value = q
+        chart = re.search(r"<svg xmlns.*?</svg>", shown[-1]).group(0)
+        points = re.search(r'<polyline points="([^"]+)" fill="none" stroke="(#\w+)"', chart)
+        xy = [tuple(map(float, p.split(","))) for p in points.group(1).split()]
+        assert len(xy) == widgets.POSITION_MAX_OFFSET + 1 and points.group(2) == html_plots.PURPLE
+        dot = re.search(r'<circle cx="([\d.]+)" cy="([\d.]+)"', chart).groups()
+        assert tuple(map(float, dot)) == xy[k]
+        assert ">offset k</text>" in chart and ">200</text>" in chart
+
+
+def test_the_loss_chart_of_08_labels_its_losses_with_two_decimals():
+    svg = widgets.loss_curve_svg({"a": [(0, 2.0), (100, 1.0)]}, steps=200)
+    assert re.findall(r'text-anchor="end">([^<]+)</text>', svg) == ["0.00", "1.05", "2.00"]  # 0, middle, top
+    assert re.findall(r'text-anchor="middle">([^<]+)</text>', svg) == ["0", "100", "200", "step"]

@@ -6,7 +6,10 @@
 The page is read from the package itself (import + inspect): a module's public names are its
 `__all__`, else the functions, classes and constants it defines (a package also counts what it
 imports from its own private modules, as checks/ and widgets/ do). The notebook of a name is
-parsed from its docstring's "Taught in NN_name" and "used in NN_name" wording.
+parsed from its docstring's "Taught in NN_name" and "used in NN_name" wording; a name whose docstring
+says neither takes its module's: a module docstring's "Taught in NN_name." (one notebook, perhaps with
+"used in ...") applies to every public name the module defines. A module that names several notebooks
+only sums them up, and each of its names says its own.
 """
 
 import argparse
@@ -21,14 +24,12 @@ import sys
 import tokenize
 from pathlib import Path
 
+import helpers  # installed in .venv by make setup (pip install --editable .)
+from helpers import checks
+
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "helpers-api.md"
 COMMAND = "python tools/api_reference.py"
-if str(ROOT) not in sys.path:
-    sys.path.insert(0, str(ROOT))  # run from a clone without installing helpers
-
-import helpers  # noqa: E402
-from helpers import checks  # noqa: E402
 
 # the contract (ARCHITECTURE's helpers API, helpers/__init__.py's docstring, tests/test_repository.py)
 CONTRACT = [  # (module, [the name imported, then the contract methods of the object it makes])
@@ -42,8 +43,10 @@ CONTRACT = [  # (module, [the name imported, then the contract methods of the ob
     ("helpers", ["sinusoidal_positional_encoding"]),
     ("helpers.efficient", ["tiled_attention"]),
     ("helpers.positional", ["apply_rotary"]),
-    ("helpers.pretrained", ["load_minilm", "MiniLM.tokenize", "MiniLM.encode", "MiniLM.hidden_states",
-                            "MiniLM.attentions"]),
+    (
+        "helpers.pretrained",
+        ["load_minilm", "MiniLM.tokenize", "MiniLM.encode", "MiniLM.hidden_states", "MiniLM.attentions"],
+    ),
     ("helpers.tiny_gpt", ["VOCAB"]),
     ("helpers.tiny_gpt", ["train_default"]),
     ("helpers.tiny_gpt", ["forward"]),
@@ -58,6 +61,7 @@ INSTANCE = {"MultiHeadAttention": "mha = MultiHeadAttention(d_model, n_heads)", 
 
 # --- reading the package ------------------------------------------------------------------------
 
+
 def public_modules():
     """Every public module of helpers, sorted; the exercises' own modules are summed up in one table."""
     names = ["helpers"] + [m.name for m in pkgutil.walk_packages(helpers.__path__, "helpers.")]
@@ -68,9 +72,13 @@ def public_modules():
 def defined_names(module):
     """Public names a module defines: its functions and classes, its top-level constants and,
     for a package, what it imports from its own private modules."""
-    names = {n for n, obj in vars(module).items()
-             if not n.startswith("_") and getattr(obj, "__module__", None) == module.__name__
-             and (inspect.isfunction(obj) or inspect.isclass(obj))}
+    names = {
+        n
+        for n, obj in vars(module).items()
+        if not n.startswith("_")
+        and getattr(obj, "__module__", None) == module.__name__
+        and (inspect.isfunction(obj) or inspect.isclass(obj))
+    }
     tree = ast.parse(inspect.getsource(module))
     for node in tree.body:
         if isinstance(node, ast.Assign | ast.AnnAssign):
@@ -101,10 +109,24 @@ def notebooks_of(doc):
     return taught, sorted(set(used) - set(taught))
 
 
+def module_notebooks(obj):
+    """(taught, used) that the docstring of the module defining obj gives all its names: ([], []) when it
+    names no notebook, or several (then each name says its own)."""
+    module = sys.modules.get(getattr(obj, "__module__", None) or "")
+    taught, used = notebooks_of(getattr(module, "__doc__", None))
+    return (taught, used) if len(taught) == 1 else ([], [])
+
+
+def notebooks_of_name(obj, doc):
+    """(taught, used) for a public name: its own docstring's, else its module's."""
+    taught, used = notebooks_of(doc)
+    return (taught, used) if taught or used else module_notebooks(obj)
+
+
 def _split_used(line):
     """'03_x; used in 04_y' -> ('03_x; ', '', ' 04_y'): what follows "used in/from" is only used there."""
     match = re.search(r"\b[Uu]sed (?:in|from)\b", line)
-    return (line, "", "") if match is None else (line[: match.start()], "", line[match.end():])
+    return (line, "", "") if match is None else (line[: match.start()], "", line[match.end() :])
 
 
 def summary(doc):
@@ -129,12 +151,16 @@ def own_doc(obj):
 def comment_of(module, name):
     """The comment on a constant's first or last line (`NAME = ...  # what it is`), or the comment line above it."""
     source = inspect.getsource(module)
-    comments = {tok.start[0]: tok.string.lstrip("# ").strip()
-                for tok in tokenize.generate_tokens(io.StringIO(source).readline) if tok.type == tokenize.COMMENT}
+    comments = {
+        tok.start[0]: tok.string.lstrip("# ").strip()
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    }
     code_lines = source.splitlines()
     for node in ast.parse(source).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-            node, ast.AnnAssign) else []
+        targets = (
+            node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        )
         if any(isinstance(t, ast.Name) and t.id == name for t in targets):
             above = node.lineno - 1
             own_line_above = above in comments and code_lines[above - 1].lstrip().startswith("#")
@@ -187,25 +213,46 @@ def entry(module, name):
     obj = getattr(module, name)
     callable_ = inspect.isfunction(obj) or inspect.isclass(obj) or hasattr(obj, "__wrapped__")
     doc = own_doc(obj) if callable_ else None
-    taught, used = notebooks_of(doc)
+    taught, used = notebooks_of_name(obj, doc) if callable_ else ([], [])
     kind = "class" if inspect.isclass(obj) else "function" if callable_ else "constant"
     methods = []
     if inspect.isclass(obj):
         for mname, member in sorted(vars(obj).items()):
             if inspect.isfunction(member) and (not mname.startswith("_") or mname == "__call__"):
                 mt, mu = notebooks_of(own_doc(member))
-                methods.append(dict(name=f"{name}.{mname}", signature=signature(member, drop_self=True),
-                                    summary=summary(own_doc(member)), taught=mt, used=mu))
+                methods.append(
+                    dict(
+                        name=f"{name}.{mname}",
+                        signature=signature(member, drop_self=True),
+                        summary=summary(own_doc(member)),
+                        taught=mt,
+                        used=mu,
+                    )
+                )
             elif isinstance(member, classmethod | staticmethod) and not mname.startswith("_"):
                 fn = getattr(obj, mname)
                 mt, mu = notebooks_of(own_doc(fn))
-                methods.append(dict(name=f"{name}.{mname}", signature=signature(fn),
-                                    summary=summary(own_doc(fn)), taught=mt, used=mu))
-    return dict(name=name, kind=kind, obj=obj, doc=doc,
-                summary=summary(doc) if callable_ else comment_of(module, name),
-                signature=signature(obj) if callable_ else "",
-                taught=taught, used=used, methods=methods,
-                home=home(obj, module.__name__, name) if callable_ else module.__name__)
+                methods.append(
+                    dict(
+                        name=f"{name}.{mname}",
+                        signature=signature(fn),
+                        summary=summary(own_doc(fn)),
+                        taught=mt,
+                        used=mu,
+                    )
+                )
+    return dict(
+        name=name,
+        kind=kind,
+        obj=obj,
+        doc=doc,
+        summary=summary(doc) if callable_ else comment_of(module, name),
+        signature=signature(obj) if callable_ else "",
+        taught=taught,
+        used=used,
+        methods=methods,
+        home=home(obj, module.__name__, name) if callable_ else module.__name__,
+    )
 
 
 def collect():
@@ -228,6 +275,7 @@ def notebook_names():
 
 # --- writing the page ---------------------------------------------------------------------------
 
+
 def cell(text):
     return text.replace("|", "\\|")
 
@@ -246,12 +294,21 @@ def contract_block(module_name, names):
         value = getattr(module, names[0])
         taught, _ = notebooks_of(module.__doc__)
         shown = ", ".join(repr(v) for v in value[:6]) + (", ..." if len(value) > 6 else "")
-        return [f"- `from {module_name} import {names[0]}`" + (f" — taught in {', '.join(taught)}" if taught else ""),
-                "", "  ```text", f"  {names[0]} = ({shown})", f"      a {type(value).__name__} of "
-                f"{len(value)} {type(value[0]).__name__}", "  ```", ""]
-    taught, _ = notebooks_of(own_doc(getattr(module, names[0])))
-    lines = [f"- `from {module_name} import {names[0]}`" + (f" — taught in {', '.join(taught)}" if taught else ""),
-             "", "  ```text"]
+        return [
+            f"- `from {module_name} import {names[0]}`" + (f" — taught in {', '.join(taught)}" if taught else ""),
+            "",
+            "  ```text",
+            f"  {names[0]} = ({shown})",
+            f"      a {type(value).__name__} of {len(value)} {type(value[0]).__name__}",
+            "  ```",
+            "",
+        ]
+    taught, _ = notebooks_of_name(getattr(module, names[0]), own_doc(getattr(module, names[0])))
+    lines = [
+        f"- `from {module_name} import {names[0]}`" + (f" — taught in {', '.join(taught)}" if taught else ""),
+        "",
+        "  ```text",
+    ]
     for name in names:
         owner, _, method = name.partition(".")
         obj = getattr(getattr(module, owner), method) if method else getattr(module, owner)
@@ -308,13 +365,17 @@ def module_section(name, module, entries):
         lines += table(own, with_notebook=not widget_module)
     constants = [e for e in entries if e["kind"] == "constant"]
     if constants:
-        lines.append("Constants: " + "; ".join(
-            f"`{e['name']}`" + (f" ({e['summary']})" if e["summary"] else "") for e in constants) + ".")
+        lines.append(
+            "Constants: "
+            + "; ".join(f"`{e['name']}`" + (f" ({e['summary']})" if e["summary"] else "") for e in constants)
+            + "."
+        )
         lines.append("")
     again = [e for e in entries if e["home"] != name and e["kind"] != "constant"]
     if again:
-        lines.append("Also importable from here: " + ", ".join(
-            f"`{e['name']}` (from `{e['home']}`)" for e in again) + ".")
+        lines.append(
+            "Also importable from here: " + ", ".join(f"`{e['name']}` (from `{e['home']}`)" for e in again) + "."
+        )
         lines.append("")
     return lines
 
@@ -334,10 +395,15 @@ def checks_section(module):
     for e in engine:
         shown = e["name"] + e["signature"]
         lines.append(f"| `{cell(shown)}` | {cell(e['summary']) or '—'} |")
-    lines += ["", "Every registered exercise: `checks.<name>(answer)` runs its check; its module is "
-              "`helpers/checks/nbNN_<notebook>.py`. The mistakes are the codes of the wrong answers it registers, "
-              "each named by its own message (`Result.mistake`).", "",
-              "| exercise | notebook | mistakes it names |", "|---|---|---|"]
+    lines += [
+        "",
+        "Every registered exercise: `checks.<name>(answer)` runs its check; its module is "
+        "`helpers/checks/nbNN_<notebook>.py`. The mistakes are the codes of the wrong answers it registers, "
+        "each named by its own message (`Result.mistake`).",
+        "",
+        "| exercise | notebook | mistakes it names |",
+        "|---|---|---|",
+    ]
     for name, ex in sorted(module.EXERCISES.items(), key=lambda item: (item[1].notebook, item[0])):
         lines.append(f"| `{name}` | {ex.notebook} | " + ", ".join(f"`{code}`" for code in ex.mistakes) + " |")
     return lines + [""]
@@ -362,7 +428,7 @@ def inverse_index(modules):
     lines = [
         "## Notebook → what it owns",
         "",
-        "The helpers each notebook teaches (their docstrings' \"Taught in\"; module names without `helpers.`), "
+        'The helpers each notebook teaches (their docstrings\' "Taught in"; module names without `helpers.`), '
         "its exercises (`checks.<name>`) and its explorers (`widgets.<name>`).",
         "",
         "| notebook | teaches | exercises | explorers |",
@@ -384,7 +450,8 @@ def generate():
         "",
         f"This page is generated: `{COMMAND}` writes it from the `helpers` package itself (each public "
         "name's signature and the first line of its docstring; the notebook from the docstring's "
-        '"Taught in NN_name"). Do not edit it by hand: change the docstring and run the command again. '
+        '"Taught in NN_name", else from its module\'s). Do not edit it by hand: change the docstring and run the '
+        "command again. "
         f"`tests/test_api_reference.py` fails when the page is not what the command writes now, and "
         f"when a public helper names no notebook. It lists {count} public names in {len(modules)} modules "
         f"({again} of them re-exported from another module) and {len(checks.EXERCISES)} exercises.",
@@ -399,14 +466,24 @@ def generate():
         "",
     ]
     lines += contract_section()
-    lines += ["## Modules", "", "A module's public names are its `__all__`, else what it defines. "
-              "A method row names its notebook only where its own docstring does.", ""]
+    lines += [
+        "## Modules",
+        "",
+        "A module's public names are its `__all__`, else what it defines. "
+        "A method row names its notebook only where its own docstring does.",
+        "",
+    ]
     for name in concept:
         module, entries = modules[name]
         lines += module_section(name, module, entries)
     lines += checks_section(modules["helpers.checks"][0])
-    lines += ["## `helpers.widgets`: the explorers", "", "Each notebook's explorers are in "
-              "`helpers/widgets/nbNN_<notebook>.py` (its `__all__`) and are reached as `widgets.<name>`.", ""]
+    lines += [
+        "## `helpers.widgets`: the explorers",
+        "",
+        "Each notebook's explorers are in "
+        "`helpers/widgets/nbNN_<notebook>.py` (its `__all__`) and are reached as `widgets.<name>`.",
+        "",
+    ]
     for name in (n for n in modules if n.startswith("helpers.widgets")):
         module, entries = modules[name]
         lines += module_section(name, module, entries)

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers import checks  # installed in .venv by make setup (pip install --editable .)
+from helpers.checks import _core
+
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-from helpers import checks  # noqa: E402
-from helpers.checks import _core  # noqa: E402
 
 PAGE = ROOT / "docs" / "exercise-feedback.md"
 COMMAND = "python tools/feedback_table.py"
@@ -66,8 +66,15 @@ def generate():
         if ex.notebook != notebook:
             notebook = ex.notebook
             lines += [f"## {notebook}", ""]
-        lines += [f"### `{name}`", "", f"- **Hint 1:** {ex.hint}", f"- **Hint 2:** {ex.hint2}", "",
-                  "| mistake | message |", "|---|---|"]
+        lines += [
+            f"### `{name}`",
+            "",
+            f"- **Hint 1:** {ex.hint}",
+            f"- **Hint 2:** {ex.hint2}",
+            "",
+            "| mistake | message |",
+            "|---|---|",
+        ]
         for code, source in ex.mistakes.items():
             message, named = message_of(name, source)
             shown = message if named == code else f"(named `{named}`, not `{code}`) {message}"

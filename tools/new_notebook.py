@@ -3,7 +3,7 @@
     python tools/new_notebook.py create 11 cross_attention [--minutes 40] [--no-execute]
     python tools/new_notebook.py remove 11 cross_attention [--force]
 
-(`make new-notebook NN=11 NAME=cross_attention` and `make remove-notebook NN=11 NAME=cross_attention`;
+(`make new-notebook NN=12 NAME=cross_attention` and `make remove-notebook NN=12 NAME=cross_attention`;
 docs/adding-a-notebook.md walks through filling the files in.)
 
 create writes four files and one README row, and edits nothing else:
@@ -15,7 +15,7 @@ create writes four files and one README row, and edits nothing else:
 - a row in the README's table of notebooks.
 Then it runs `make execute NB=notebooks/NN_NAME.ipynb` (a fresh kernel, then tools/tidy_notebooks.py),
 so the notebook is committed executed, as the repository's tests require.
-The example names start with nbNN_NAME (e.g. `nb11_cross_attention_example`), so they cannot
+The example names start with nbNN_NAME (e.g. `nb12_cross_attention_example`), so they cannot
 clash with another notebook's. It never overwrites: an NN already used by a notebook, or a file
 that already exists, is refused.
 
@@ -35,9 +35,11 @@ import textwrap
 import time
 from pathlib import Path
 
-sys.path[:0] = [str(Path(__file__).resolve().parent), str(Path(__file__).resolve().parent.parent / "deploy")]
-from class_link import repository_url  # noqa: E402 - deploy/, where the repository address is read
-from tidy_notebooks import KERNELSPEC, tidy, write  # noqa: E402 - the folder of this script
+from tidy_notebooks import KERNELSPEC, tidy, write  # this script's folder, which Python puts on sys.path
+
+# deploy/class_link.py reads the repository address (and runs on any python3, helpers or not): the one edit
+sys.path.append(str(Path(__file__).resolve().parent.parent / "deploy"))
+from class_link import repository_url  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 MAX_NAME = 30
@@ -59,11 +61,13 @@ class Names:
         if len(name) > MAX_NAME:  # the generated code's lines must stay within ruff's 120 characters
             raise Refusal(f"NAME={name!r}: at most {MAX_NAME} characters, got {len(name)}")
         if not NAME_RULE.fullmatch(name):
-            raise Refusal(f"NAME={name!r}: NAME must be lower_snake_case (a-z, 0-9, single underscores, "
-                          "starting with a letter), e.g. NAME=cross_attention")
+            raise Refusal(
+                f"NAME={name!r}: NAME must be lower_snake_case (a-z, 0-9, single underscores, "
+                "starting with a letter), e.g. NAME=cross_attention"
+            )
         self.nn, self.name, self.root = nn, name, Path(root)
-        self.stem = f"{nn}_{name}"  # 11_cross_attention
-        self.module = f"nb{nn}_{name}"  # nb11_cross_attention
+        self.stem = f"{nn}_{name}"  # 12_cross_attention
+        self.module = f"nb{nn}_{name}"  # nb12_cross_attention
         self.exercise = f"{self.module}_example"
         self.explorer = f"{self.module}_explorer"
         self.weights = f"{self.module}_weights"
@@ -78,10 +82,16 @@ class Names:
         return [self.notebook, self.checks, self.widgets, self.test]
 
     def fill(self, template):
-        return (textwrap.dedent(template).lstrip("\n")
-                .replace("__STEM__", self.stem).replace("__NN__", self.nn).replace("__TITLE__", self.title)
-                .replace("__EXERCISE__", self.exercise).replace("__EXPLORER__", self.explorer)
-                .replace("__WEIGHTS__", self.weights))
+        return (
+            textwrap.dedent(template)
+            .lstrip("\n")
+            .replace("__STEM__", self.stem)
+            .replace("__NN__", self.nn)
+            .replace("__TITLE__", self.title)
+            .replace("__EXERCISE__", self.exercise)
+            .replace("__EXPLORER__", self.explorer)
+            .replace("__WEIGHTS__", self.weights)
+        )
 
 
 # --- the module templates ------------------------------------------------------------------------
@@ -246,7 +256,9 @@ TEST = '''
 # --- the notebook: (cell type, source, tags); the bootstrap is copied from 00 ------------------
 
 NOTEBOOK = [
-    ("markdown", """
+    (
+        "markdown",
+        """
         # __NN__ · __TITLE__
 
         *(Scaffold: replace every paragraph in italics with this notebook's own text, and the example code
@@ -261,15 +273,23 @@ NOTEBOOK = [
 
         *One or two sentences of motivation, tied to the running example "The cat sat on the mat": what the
         previous notebook could not do, and what this one adds.*
-        """, []),
+        """,
+        [],
+    ),
     ("bootstrap", None, []),
-    ("code", """
+    (
+        "code",
+        """
         import matplotlib.pyplot as plt
         import numpy as np
 
         from helpers import checks, plotting, softmax, widgets
-        """, []),
-    ("markdown", r"""
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        r"""
         ## The math
 
         *The concept in LaTeX, with the shape of every symbol. The example code below computes*
@@ -279,13 +299,21 @@ NOTEBOOK = [
         A = \operatorname{softmax}_{\text{each row}}(S) \in \mathbb{R}^{T \times T}, \qquad
         X \in \mathbb{R}^{T \times d_k}.
         $$
-        """, []),
-    ("markdown", """
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        """
         ## 1. A loop on a tiny input
 
         *The concept one entry at a time, on 3 to 6 tokens with 2 to 4 dimensions, printing its numbers.*
-        """, []),
-    ("code", """
+        """,
+        [],
+    ),
+    (
+        "code",
+        """
         tokens = ["The", "cat", "sat", "on", "the", "mat"]
         X = np.array([[1, 0], [0, 2], [1, 1], [0, -1], [1, 0], [2, 0]], dtype=float)  # (T, d_k): made-up vectors
 
@@ -302,14 +330,22 @@ NOTEBOOK = [
 
         scores_by_loop = scores_loop(X)
         print(scores_by_loop)
-        """, []),
-    ("markdown", """
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        """
         ## 2. Vectorised, checked against the loop
 
         *The same computation without loops, a shape comment on every line that changes a shape, and an
         assert that it equals the loop. From the next notebook on, this version is imported from `helpers/`.*
-        """, []),
-    ("code", """
+        """,
+        [],
+    ),
+    (
+        "code",
+        """
         def scores_vectorised(X):
             \"\"\"All pairs at once. Shapes: (T, d_k) -> (T, T).\"\"\"
             return X @ X.T / np.sqrt(X.shape[1])  # (T, d_k) @ (d_k, T) -> (T, T)
@@ -321,52 +357,88 @@ NOTEBOOK = [
         assert np.allclose(weights.sum(axis=-1), 1.0)
         print("the vectorised scores equal the loop's")
         print(weights)
-        """, []),
-    ("markdown", """
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        """
         ## 3. A picture
 
         *A heatmap, lines between tokens or a curve: what the numbers above look like. Say what to look at.*
-        """, []),
-    ("code", """
+        """,
+        [],
+    ),
+    (
+        "code",
+        """
         plotting.heatmap(weights, tokens, tokens, title="example: the softmax of the scaled scores")
         plt.show()
-        """, []),
-    ("markdown", """
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        """
         ## Explore: *what the knobs change*
 
         *Which control to move and what to look for.* The example explorer: pick a query (▶) and a temperature.
-        """, []),
-    ("code", """
+        """,
+        [],
+    ),
+    (
+        "code",
+        """
         box = widgets.__EXPLORER__(scores, tokens, query=2)
         box
-        """, ["nbval-ignore-output"]),
-    ("code", """
+        """,
+        ["nbval-ignore-output"],
+    ),
+    (
+        "code",
+        """
         box.controls["query"].value = 5  # a learner moving the controls, done by code
         box.controls["temperature"].value = 0.5
         shown = widgets.__WEIGHTS__(scores, box.controls["temperature"].value)
-        """, ["nbval-ignore-output"]),
-    ("code", """
+        """,
+        ["nbval-ignore-output"],
+    ),
+    (
+        "code",
+        """
         assert np.allclose(shown, softmax(scores / 0.5))  # the explorer draws the weights computed above
         assert shown[5].max() > weights[5].max()  # a lower temperature sharpens the row of "mat"
         print("the explorer's weights match softmax(scores / temperature)")
-        """, []),
-    ("markdown", """
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        """
         ## Your turn
 
         **1. An example exercise.** *Say what to write, with the shapes.* Write `__EXERCISE__(weights, V)`:
         row $i$ of the output is the average of the rows of `V` weighted by row $i$ of `weights`, shape
         $(T_q, d_v)$ for `weights` $(T_q, T_k)$ and `V` $(T_k, d_v)$. `checks.hint("__EXERCISE__")` helps if
         you are stuck.
-        """, []),
-    ("code", """
+        """,
+        [],
+    ),
+    (
+        "code",
+        """
         def __EXERCISE__(weights, V):
             # your code here
             raise NotImplementedError
 
 
         checks.__EXERCISE__(__EXERCISE__)
-        """, []),
-    ("markdown", """
+        """,
+        [],
+    ),
+    (
+        "markdown",
+        """
         ## Recap
 
         - *the first thing learned;*
@@ -376,7 +448,9 @@ NOTEBOOK = [
         *The one formula.*
 
         **Next:** *what the next notebook adds.*
-        """, []),
+        """,
+        [],
+    ),
 ]
 
 
@@ -396,8 +470,11 @@ def notebook(names, minutes):
             cell = bootstrap_cell(names.root)
         else:
             source = names.fill(text).rstrip("\n").replace("__MINUTES__", str(minutes))
-            cell = {"cell_type": kind, "metadata": {"tags": list(tags)} if tags else {},
-                    "source": source.splitlines(keepends=True)}
+            cell = {
+                "cell_type": kind,
+                "metadata": {"tags": list(tags)} if tags else {},
+                "source": source.splitlines(keepends=True),
+            }
             if kind == "code":
                 cell.update(execution_count=None, outputs=[])
         # the same ids on every scaffold of this NN/NAME, unique within the notebook
@@ -422,16 +499,19 @@ def repository_slug(root):
         raise Refusal(str(exc)) from None
     match = re.fullmatch(r"https://github\.com/([^/]+/[^/]+?)/?", url)
     if not match:
-        raise Refusal(f"pyproject.toml's Repository is {url!r}: the Colab badge needs a GitHub address, "
-                      "github.com/owner/name")
+        raise Refusal(
+            f"pyproject.toml's Repository is {url!r}: the Colab badge needs a GitHub address, github.com/owner/name"
+        )
     return match.group(1)
 
 
 def readme_row(names, minutes):
     path = f"notebooks/{names.stem}.ipynb"
     colab = f"https://colab.research.google.com/github/{repository_slug(names.root)}/blob/main/{path}"
-    return (f"| [{names.stem}]({path}) [![Colab]({COLAB_BADGE})]({colab}) | {names.title.lower()} *(scaffold: the "
-            f"concept)* | {minutes} | *(scaffold: what the learner builds)* |\n")
+    return (
+        f"| [{names.stem}]({path}) [![Colab]({COLAB_BADGE})]({colab}) | {names.title.lower()} *(scaffold: the "
+        f"concept)* | {minutes} | *(scaffold: what the learner builds)* |\n"
+    )
 
 
 def table_rows(lines):
@@ -468,10 +548,15 @@ def add_readme_row(names, minutes):
 def refuse_collisions(names):
     taken = [str(p) for p in names.files if (names.root / p).exists()]
     if taken:
-        raise Refusal(f"NN={names.nn} NAME={names.name}: these files already exist and are never overwritten: "
-                      + ", ".join(taken))
-    for folder, pattern in (("notebooks", f"{names.nn}_*.ipynb"), ("helpers/checks", f"nb{names.nn}_*.py"),
-                            ("helpers/widgets", f"nb{names.nn}_*.py"), ("tests", f"test_nb{names.nn}_*.py")):
+        raise Refusal(
+            f"NN={names.nn} NAME={names.name}: these files already exist and are never overwritten: " + ", ".join(taken)
+        )
+    for folder, pattern in (
+        ("notebooks", f"{names.nn}_*.ipynb"),
+        ("helpers/checks", f"nb{names.nn}_*.py"),
+        ("helpers/widgets", f"nb{names.nn}_*.py"),
+        ("tests", f"test_nb{names.nn}_*.py"),
+    ):
         used = sorted((names.root / folder).glob(pattern))
         if used:
             raise Refusal(f"NN={names.nn}: the number is already used by {used[0].relative_to(names.root)}")
@@ -497,9 +582,12 @@ def create(names, minutes, execute):
         command = ["make", "--no-print-directory", "-C", str(root), "execute", f"NB={names.notebook}"]
         print(f"running: make execute NB={names.notebook}", flush=True)
         if subprocess.run(command).returncode != 0:
-            print(f"\nThe notebook did not run through. The files are in place: fix the cause and run "
-                  f"`make execute NB={names.notebook}`, or undo everything with "
-                  f"`make remove-notebook NN={names.nn} NAME={names.name}`.", file=sys.stderr)
+            print(
+                f"\nThe notebook did not run through. The files are in place: fix the cause and run "
+                f"`make execute NB={names.notebook}`, or undo everything with "
+                f"`make remove-notebook NN={names.nn} NAME={names.name}`.",
+                file=sys.stderr,
+            )
             return 1
     print(f"done in {time.perf_counter() - start:.1f} s. Next: docs/adding-a-notebook.md")
     return 0
@@ -540,16 +628,21 @@ def remove(names, force):
     tracked = set((git(root, "ls-files", "--", *map(str, present)) or "").split())
     changed = [p for p in present if str(p) in tracked and git(root, "status", "--porcelain", "--", str(p))]
     if changed:
-        raise Refusal("git tracks these files and they have uncommitted changes; commit or discard them first: "
-                      + ", ".join(map(str, changed)))
+        raise Refusal(
+            "git tracks these files and they have uncommitted changes; commit or discard them first: "
+            + ", ".join(map(str, changed))
+        )
     differs = [str(p) for p in present if edited(names, p)]
     if row is not None:
         minutes = lines[row].split(" | ")[2]
         if lines[row] != readme_row(names, minutes):
             differs.append("README.md (its row for " + names.stem + ")")
     if differs and not force:
-        raise Refusal("these are no longer what the scaffold made (someone has started filling them in): "
-                      + ", ".join(differs) + ". Remove them anyway with FORCE=1 (make) or --force")
+        raise Refusal(
+            "these are no longer what the scaffold made (someone has started filling them in): "
+            + ", ".join(differs)
+            + ". Remove them anyway with FORCE=1 (make) or --force"
+        )
     for path in present:
         (root / path).unlink()
         note = " (tracked by git: the deletion shows in git status)" if str(path) in tracked else ""

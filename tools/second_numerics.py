@@ -12,8 +12,10 @@ import os
 import subprocess
 import sys
 
-PROBE = ("import numpy as np; rng = np.random.default_rng(0); "
-         "a, b = rng.normal(size=(64, 300)), rng.normal(size=(300, 64)); print((a @ b).sum().hex())")
+PROBE = (
+    "import numpy as np; rng = np.random.default_rng(0); "
+    "a, b = rng.normal(size=(64, 300)), rng.normal(size=(300, 64)); print((a @ b).sum().hex())"
+)
 
 
 def matmul_bits(coretype=None):
@@ -21,18 +23,23 @@ def matmul_bits(coretype=None):
     env.pop("OPENBLAS_CORETYPE", None)
     if coretype:
         env["OPENBLAS_CORETYPE"] = coretype
-    return subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def main(coretype):
     own, other = matmul_bits(), matmul_bits(coretype)
     if own == other:
-        print(f"note: OPENBLAS_CORETYPE={coretype} gives the same bits as this machine's own kernels here: "
-              "the second nbval run checks nothing new on this machine")
+        print(
+            f"note: OPENBLAS_CORETYPE={coretype} gives the same bits as this machine's own kernels here: "
+            "the second nbval run checks nothing new on this machine"
+        )
     else:
-        print(f"OPENBLAS_CORETYPE={coretype} changes the last bits of a matmul here ({own} vs {other}): "
-              "nbval must pass under both")
+        print(
+            f"OPENBLAS_CORETYPE={coretype} changes the last bits of a matmul here ({own} vs {other}): "
+            "nbval must pass under both"
+        )
     return 0
 
 

@@ -32,7 +32,7 @@ def tidy(nb):
         cell["metadata"].pop("execution", None)
         source = "".join(cell["source"])
         if cell["cell_type"] == "code" and source.startswith(IGNORE_COMMENT):
-            source = source[len(IGNORE_COMMENT):].lstrip("\n")
+            source = source[len(IGNORE_COMMENT) :].lstrip("\n")
             cell["source"] = source.splitlines(keepends=True)
             tags = cell["metadata"].setdefault("tags", [])
             if IGNORE_TAG not in tags:

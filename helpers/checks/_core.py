@@ -69,8 +69,18 @@ class Result:
 
 EXERCISES = {}
 # names the checks package already uses: an exercise may not take them
-RESERVED = {"hint", "solution", "progress", "call", "exercise", "expect_close", "expect_equal", "as_array",
-            "compare", "edited"}
+RESERVED = {
+    "hint",
+    "solution",
+    "progress",
+    "call",
+    "exercise",
+    "expect_close",
+    "expect_equal",
+    "as_array",
+    "compare",
+    "edited",
+}
 LATEST = {}  # exercise name -> the status of its latest check in this kernel (for progress())
 HINTS_SHOWN = {}  # exercise name -> how many of its hints the learner has asked for in this kernel
 
@@ -89,12 +99,22 @@ def exercise(*, notebook, hint, hint2, solution, mistakes, forbid=()):
         if name in RESERVED:
             raise ValueError(f"exercise {name!r} would hide checks.{name}: rename it")
         if name in EXERCISES:  # a second one would silently replace the first
-            raise ValueError(f"exercise {name!r} is registered twice (notebooks "
-                             f"{EXERCISES[name].notebook} and {notebook}): rename one")
+            raise ValueError(
+                f"exercise {name!r} is registered twice (notebooks "
+                f"{EXERCISES[name].notebook} and {notebook}): rename one"
+            )
         if not mistakes:
             raise ValueError(f"exercise {name!r} registers no mistakes: give at least one plausible wrong answer")
-        EXERCISES[name] = Exercise(name, notebook, check_fn, _clean(hint), _clean(hint2), _clean(solution),
-                                   {code: _clean(source) for code, source in mistakes.items()}, tuple(forbid))
+        EXERCISES[name] = Exercise(
+            name,
+            notebook,
+            check_fn,
+            _clean(hint),
+            _clean(hint2),
+            _clean(solution),
+            {code: _clean(source) for code, source in mistakes.items()},
+            tuple(forbid),
+        )
 
         @functools.wraps(check_fn)
         def run(answer):
@@ -142,6 +162,11 @@ def call(fn, *args, **kwargs):
     return result
 
 
+def raised_by_the_answer(exc):
+    """True when `exc` came out of the learner's own code, as `call` ran it (not out of the check's code)."""
+    return getattr(exc, "_raised_by_the_answer", False)
+
+
 def _next_help(name):
     """The line under a verdict: where the learner's next piece of help is (a hint, the second, the solution)."""
     shown = HINTS_SHOWN.get(name, 0)
@@ -164,28 +189,36 @@ def _run(ex, answer):
             raise NotAttempted
         forbidden = uses_forbidden(answer, ex.forbid)
         if forbidden:
-            raise Mismatch(f"your {ex.name} calls the workshop's own `{forbidden}`, which is the answer: "
-                           "write it yourself from numpy operations, that is what this exercise practises",
-                           "forbidden")
+            raise Mismatch(
+                f"your {ex.name} calls the workshop's own `{forbidden}`, which is the answer: "
+                "write it yourself from numpy operations, that is what this exercise practises",
+                "forbidden",
+            )
         ex.check(answer)
         status, message = CORRECT, f"✓ {ex.name}: correct!"
     except NotAttempted:
         status = NOT_ATTEMPTED
-        message = (f"· {ex.name}: not attempted yet. Write your code in place of `raise NotImplementedError` "
-                   f"and run the cell again.\n  {_next_help(ex.name)}")
+        message = (
+            f"· {ex.name}: not attempted yet. Write your code in place of `raise NotImplementedError` "
+            f"and run the cell again.\n  {_next_help(ex.name)}"
+        )
     except Mismatch as exc:
         status, mistake = INCORRECT, exc.code
         message = f"✗ {ex.name}: {exc}\n  {_next_help(ex.name)}"
     except Exception as exc:  # never raised: a crash in the learner's code is shown, one in the check is owned
         status = INCORRECT
-        if getattr(exc, "_raised_by_the_answer", False):
+        if raised_by_the_answer(exc):
             mistake = "not-finished" if isinstance(exc, NotImplementedError) else "crash"
             text = explain_crash(exc, answer)
         else:
-            mistake, text = "check-failed", (
-                f"the check could not read your answer ({type(exc).__name__}: {exc}). Compare what your function "
-                "returns (its type, shape and order) with what the exercise asks for; if they match, this is a "
-                "fault of the workshop's check: tell your instructor")
+            mistake, text = (
+                "check-failed",
+                (
+                    f"the check could not read your answer ({type(exc).__name__}: {exc}). Compare what your function "
+                    "returns (its type, shape and order) with what the exercise asks for; if they match, this is a "
+                    "fault of the workshop's check: tell your instructor"
+                ),
+            )
         message = f"✗ {ex.name}: {text}\n  {_next_help(ex.name)}"
     LATEST.pop(ex.name, None)  # re-inserted: the last one checked comes last
     LATEST[ex.name] = status
@@ -210,7 +243,7 @@ def compare(got, expected, what="your result", rtol=1e-5, atol=1e-8):
     except Mismatch as exc:
         status, mistake, message = INCORRECT, exc.code, f"✗ {exc}"
     except Exception as exc:
-        if getattr(exc, "_raised_by_the_answer", False):  # the learner's code crashed (or is not written yet)
+        if raised_by_the_answer(exc):  # the learner's code crashed (or is not written yet)
             mistake = "not-finished" if isinstance(exc, NotImplementedError) else "crash"
             status, message = INCORRECT, f"✗ {what}: {explain_crash(exc)}"
         else:  # e.g. `expected` itself is not numbers

@@ -18,10 +18,16 @@ from pathlib import Path
 import numpy as np
 
 # frames in these folders are not the learner's: the workshop's helpers (the checks among them), numpy, the
-# standard library, installed packages
+# standard library, installed packages; and numpy < 1.25's dispatch code, compiled under a file name of its own
 _HELPERS = str(Path(__file__).parent.parent)
-_NOT_THE_LEARNERS = tuple({_HELPERS, str(Path(np.__file__).parent),
-                           *(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib"))})
+_NOT_THE_LEARNERS = tuple(
+    {
+        _HELPERS,
+        str(Path(np.__file__).parent),
+        "<__array_function__ internals>",
+        *(sysconfig.get_paths()[key] for key in ("stdlib", "purelib", "platlib")),
+    }
+)
 
 
 def is_untouched_stub(fn):
@@ -33,12 +39,16 @@ def is_untouched_stub(fn):
     except (OSError, TypeError, SyntaxError):  # no source (e.g. exec'd text): judge by the bytecode
         code = fn.__code__
         return code.co_names == ("NotImplementedError",) and all(
-            c is None or c is Ellipsis or isinstance(c, str) for c in code.co_consts)
+            c is None or c is Ellipsis or isinstance(c, str) for c in code.co_consts
+        )
     definition = next((node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef)), None)
     if definition is None:
         return False
-    body = [stmt for stmt in definition.body
-            if not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))]
+    body = [
+        stmt
+        for stmt in definition.body
+        if not (isinstance(stmt, ast.Pass) or isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant))
+    ]
     return len(body) == 1 and _raises_not_implemented(body[0])
 
 
@@ -89,8 +99,12 @@ def uses_forbidden(fn, forbid):
         except Exception:  # a module that does not exist: the answer's own crash, later
             pass
     imported = [sys.modules[name] for name in in_body if name in sys.modules]
-    imported += [getattr(module, name) for module in imported for name in names
-                 if isinstance(getattr(module, name, None), types.ModuleType)]
+    imported += [
+        getattr(module, name)
+        for module in imported
+        for name in names
+        if isinstance(getattr(module, name, None), types.ModuleType)
+    ]
     for dotted in forbid:
         module_name, attr = dotted.rsplit(".", 1)
         target = getattr(sys.modules.get(module_name), attr, None)
@@ -115,16 +129,17 @@ def explain_crash(exc, fn=None):
     mine = [i for i, f in enumerate(every) if not f.filename.startswith(_NOT_THE_LEARNERS)]
     frames = [every[i] for i in mine]
     where = f" (in your line: {frames[-1].line})" if frames and frames[-1].line else ""
-    inner = [f for f in every[mine[-1] + 1:] if f.filename.startswith(_HELPERS)] if mine else []
+    inner = [f for f in every[mine[-1] + 1 :] if f.filename.startswith(_HELPERS)] if mine else []
     if inner and where:
         where = f" (raised inside the workshop's `{_helper_name(inner[0])}`, called from your line: {frames[-1].line})"
     if isinstance(exc, NotImplementedError):
         raiser = frames[-1].name if frames else "?"
         if fn is not None and raiser == getattr(fn, "__name__", None):
-            return ("your function still raises NotImplementedError: delete the `raise NotImplementedError` "
-                    f"line once your code is written{where}")
-        return (f"your code calls `{raiser}`, which still raises NotImplementedError: finish that one "
-                f"first{where}")
+            return (
+                "your function still raises NotImplementedError: delete the `raise NotImplementedError` "
+                f"line once your code is written{where}"
+            )
+        return f"your code calls `{raiser}`, which still raises NotImplementedError: finish that one first{where}"
     line = frames[-1].line if frames and frames[-1].line else ""
     return f"your code raised {type(exc).__name__}: {exc}{where}{_explain_numpy(str(exc), line)}"
 
@@ -135,8 +150,10 @@ def _helper_name(frame):
     return ".".join(module.parts) + "." + frame.name
 
 
-_PRODUCT = (". In a matrix product A times B the last axis of A must equal the second-to-last of B, here {} and {}: "
-            "check which factor comes first, and whether a transpose is missing or one too many")
+_PRODUCT = (
+    ". In a matrix product A times B the last axis of A must equal the second-to-last of B, here {} and {}: "
+    "check which factor comes first, and whether a transpose is missing or one too many"
+)
 _SHAPE = re.compile(r"\(([\d, ]*)\)")
 
 
@@ -149,8 +166,11 @@ def _explain_numpy(message, line=""):
 
     line: the learner's line that raised, when known (it tells an entry-by-entry product from a sum or a division).
     """
-    matmul = re.search(r"matmul: Input operand \d has a mismatch in its core dimension \d.*\(size (\d+) is "
-                       r"different from (\d+)\)", message)
+    matmul = re.search(
+        r"matmul: Input operand \d has a mismatch in its core dimension \d.*\(size (\d+) is "
+        r"different from (\d+)\)",
+        message,
+    )
     if matmul:
         return _PRODUCT.format(matmul.group(2), matmul.group(1))
     dot = re.search(r"shapes \([\d, ]*\) and \([\d, ]*\) not aligned: (\d+) \(dim \d+\) != (\d+) \(dim \d+\)", message)
@@ -162,20 +182,29 @@ def _explain_numpy(message, line=""):
         if len(shapes) < 2:
             return ""
         a, b = shapes
-        text = (f". Arrays of shapes {a} and {b} cannot be combined entry by entry: compared from the right, each "
-                "pair of axes must be equal or 1")
+        text = (
+            f". Arrays of shapes {a} and {b} cannot be combined entry by entry: compared from the right, each "
+            "pair of axes must be equal or 1"
+        )
         starred = re.search(r"(?<![*])[*](?![*=])", line or "")
-        if (starred and len(a) == len(b) == 2 and 1 not in a + b and a != b
-                and (a[1] == b[0] or b[1] == a[0])):  # e.g. X times its transpose, or weights times X
-            return (f"{text}. A single star multiplies entry by entry; a sum of products over a shared axis is a "
-                    "matrix product")
+        if (
+            starred and len(a) == len(b) == 2 and 1 not in a + b and a != b and (a[1] == b[0] or b[1] == a[0])
+        ):  # e.g. X times its transpose, or weights times X
+            return (
+                f"{text}. A single star multiplies entry by entry; a sum of products over a shared axis is a "
+                "matrix product"
+            )
         if len(a) != len(b) or 1 in a + b:  # an axis dropped by a sum or a max, or one never inserted
-            return (f"{text}. Insert an axis of length 1 where one is missing (indexing with None), or keep the "
-                    "summed axis after a sum or max (numpy's keepdims)")
+            return (
+                f"{text}. Insert an axis of length 1 where one is missing (indexing with None), or keep the "
+                "summed axis after a sum or max (numpy's keepdims)"
+            )
         return text
     if re.search(r"unsupported operand type\(s\) for \^|'bitwise_xor' not supported", message):
         return ". In Python the caret is bitwise XOR (on whole numbers), not a power: a power is written with two stars"
     if re.search(r"'(numpy\.)?float(16|32|64)?' object cannot be interpreted as an integer", message):
-        return (". A shape, a size or a count needs whole numbers: a division with one slash gives a float even when "
-                "it comes out even (8 / 2 is 4.0); integer division, written with two slashes, gives a whole number")
+        return (
+            ". A shape, a size or a count needs whole numbers: a division with one slash gives a float even when "
+            "it comes out even (8 / 2 is 4.0); integer division, written with two slashes, gives a whole number"
+        )
     return ""

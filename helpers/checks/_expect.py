@@ -78,8 +78,9 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
         where = np.unravel_index(np.argmax(excess), excess.shape) if excess.ndim else ()
         at = f" at index {tuple(int(i) for i in where)}" if where else ""
         shown_got, shown_expected = _shown(float(values[where]), float(wanted[where]))
-        raise Mismatch(f"{what} differs from the expected values{at}: got {shown_got}, expected {shown_expected}",
-                       "wrong-values")
+        raise Mismatch(
+            f"{what} differs from the expected values{at}: got {shown_got}, expected {shown_expected}", "wrong-values"
+        )
 
 
 def expect_equal(got, expected, what):
@@ -92,5 +93,7 @@ def expect_equal(got, expected, what):
         raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}", "not-boolean")
     if not np.array_equal(arr, expected):
         where = tuple(int(i) for i in np.argwhere(arr != expected)[0])
-        raise Mismatch(f"{what} differs{f' at index {where}' if where else ''}: got {arr[where]}, "
-                       f"expected {expected[where]}", "wrong-values")  # a single number has no index to name
+        raise Mismatch(
+            f"{what} differs{f' at index {where}' if where else ''}: got {arr[where]}, expected {expected[where]}",
+            "wrong-values",
+        )  # a single number has no index to name

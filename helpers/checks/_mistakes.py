@@ -51,15 +51,24 @@ def row_softmax_mistakes(got, scores, what, mask=None):
     if got.shape != scores.shape or np.iscomplexobj(got) or not np.issubdtype(got.dtype, np.number):
         return
     if np.any(np.isnan(got)):
-        masked_rows = (" and a row whose keys are all masked gives 0/0 unless it is shifted by 0 and divided by 1 "
-                       "instead" if mask is not None else "")
-        raise Mismatch(f"{what} contains NaN: the exponential of a large score overflows unless each row's max is "
-                       f"subtracted first{masked_rows}", "nan")
+        masked_rows = (
+            " and a row whose keys are all masked gives 0/0 unless it is shifted by 0 and divided by 1 instead"
+            if mask is not None
+            else ""
+        )
+        raise Mismatch(
+            f"{what} contains NaN: the exponential of a large score overflows unless each row's max is "
+            f"subtracted first{masked_rows}",
+            "nan",
+        )
     T_q, T_k = scores.shape[-2:]
     rows, column = scores.shape[:-1], scores.shape[:-1] + (1,)
     if T_q > 1 and T_k > 1 and _same(got, softmax(masked, axis=-2)):
-        raise Mismatch(f"{what}: you normalised each column (axis -2); the softmax runs along each row "
-                       "(the last axis): every query's weights over the keys sum to 1", "wrong-axis")
+        raise Mismatch(
+            f"{what}: you normalised each column (axis -2); the softmax runs along each row "
+            "(the last axis): every query's weights over the keys sum to 1",
+            "wrong-axis",
+        )
     expected = softmax(masked)  # (..., T_q, T_k); a row with no allowed key is all zeros
     if _same(got, expected):
         return
@@ -72,70 +81,109 @@ def row_softmax_mistakes(got, scores, what, mask=None):
         square = {}  # what a max or a sum of shape (..., T) does against a square matrix: code -> candidates
         if T_q == T_k:
             lined_max = np.exp(masked - _lined_up(row_max))  # row i's max subtracted from column i
-            square["max-as-a-row"] = [lined_max / lined_max.sum(axis=-1, keepdims=True),
-                                      lined_max / _lined_up(lined_max.sum(axis=-1, keepdims=True))]
+            square["max-as-a-row"] = [
+                lined_max / lined_max.sum(axis=-1, keepdims=True),
+                lined_max / _lined_up(lined_max.sum(axis=-1, keepdims=True)),
+            ]
             unshifted = np.exp(masked)
-            square["sums-as-a-row"] = [shifted / _lined_up(sums),
-                                       unshifted / _lined_up(unshifted.sum(axis=-1, keepdims=True))]
+            square["sums-as-a-row"] = [
+                shifted / _lined_up(sums),
+                unshifted / _lined_up(unshifted.sum(axis=-1, keepdims=True)),
+            ]
         unshifted_below = expected * np.exp(-row_max)  # the max subtracted above the line only
         unshifted_above = expected * np.exp(row_max)  # ... or below it only
         after_exp = np.exp(masked) - np.exp(masked).max(axis=-1, keepdims=True)
         after_exp = after_exp / after_exp.sum(axis=-1, keepdims=True)
     if _same(got, whole):
-        raise Mismatch(f"{what}: you divided by the sum of the whole matrix; divide each row by its own sum "
-                       f"(summed over the last axis, kept as a column of shape {_shape(column)})", "whole-matrix")
+        raise Mismatch(
+            f"{what}: you divided by the sum of the whole matrix; divide each row by its own sum "
+            f"(summed over the last axis, kept as a column of shape {_shape(column)})",
+            "whole-matrix",
+        )
     for code, candidates in square.items():
         if not any(_same(got, np.nan_to_num(candidate)) for candidate in candidates):
             continue
         if code == "max-as-a-row":
-            raise Mismatch(f"{what}: your row maxima, shape {_shape(rows)}, were lined up with the columns (numpy "
-                           "lines shapes up from the right), so row i's maximum was subtracted from column i. The "
-                           "matrix is square, so numpy did not complain; keep them as a column, shape "
-                           f"{_shape(column)}, so that each acts on its own row", "max-as-a-row")
-        raise Mismatch(f"{what}: your row sums, shape {_shape(rows)}, were lined up with the columns (numpy lines "
-                       "shapes up from the right), so column i was divided by row i's sum. The matrix is square, so "
-                       f"numpy did not complain; keep them as a column, shape {_shape(column)}, so that each divides "
-                       "its own row", "sums-as-a-row")
+            raise Mismatch(
+                f"{what}: your row maxima, shape {_shape(rows)}, were lined up with the columns (numpy "
+                "lines shapes up from the right), so row i's maximum was subtracted from column i. The "
+                "matrix is square, so numpy did not complain; keep them as a column, shape "
+                f"{_shape(column)}, so that each acts on its own row",
+                "max-as-a-row",
+            )
+        raise Mismatch(
+            f"{what}: your row sums, shape {_shape(rows)}, were lined up with the columns (numpy lines "
+            "shapes up from the right), so column i was divided by row i's sum. The matrix is square, so "
+            f"numpy did not complain; keep them as a column, shape {_shape(column)}, so that each divides "
+            "its own row",
+            "sums-as-a-row",
+        )
     if _same(got, unshifted_below) or _same(got, unshifted_above):
-        raise Mismatch(f"{what}: you subtracted each row's max from the exponentials in the numerator but not from "
-                       "those summed in the denominator (or the other way round), so each row is the softmax times "
-                       "e^(± its max) and does not sum to 1. Shift every exponential by the same max, then divide "
-                       "them by their own row sum", "shift-mismatch")
+        raise Mismatch(
+            f"{what}: you subtracted each row's max from the exponentials in the numerator but not from "
+            "those summed in the denominator (or the other way round), so each row is the softmax times "
+            "e^(± its max) and does not sum to 1. Shift every exponential by the same max, then divide "
+            "them by their own row sum",
+            "shift-mismatch",
+        )
     if _same(got, after_exp):
-        raise Mismatch(f"{what}: you subtracted each row's max after the exponential, from e^s; it is subtracted from "
-                       "the scores before it, e^(s − max), which leaves the weights unchanged", "max-after-exp")
+        raise Mismatch(
+            f"{what}: you subtracted each row's max after the exponential, from e^s; it is subtracted from "
+            "the scores before it, e^(s − max), which leaves the weights unchanged",
+            "max-after-exp",
+        )
     flat_got, flat_expected = got.reshape(-1, T_k), expected.reshape(-1, T_k)
-    if (len(flat_got) > 1 and np.allclose(flat_got[0], flat_expected[0]) and not np.any(flat_got[1:])
-            and np.any(flat_expected[1:])):
-        raise Mismatch(f"{what}: the first row is right but every other row is all 0: did your loop return after "
-                       "its first row? Return once the loop has filled every row", "returned-in-loop")
+    if (
+        len(flat_got) > 1
+        and np.allclose(flat_got[0], flat_expected[0])
+        and not np.any(flat_got[1:])
+        and np.any(flat_expected[1:])
+    ):
+        raise Mismatch(
+            f"{what}: the first row is right but every other row is all 0: did your loop return after "
+            "its first row? Return once the loop has filled every row",
+            "returned-in-loop",
+        )
     if not np.allclose(expected, np.floor(expected)) and _same(got, np.floor(expected)):
-        raise Mismatch(f"{what}: every weight came out as a whole number, 0 (or 1 where a row has a single key): "
-                       "floor division, written with two slashes, rounds each weight down. Divide with one slash",
-                       "floor-division")
+        raise Mismatch(
+            f"{what}: every weight came out as a whole number, 0 (or 1 where a row has a single key): "
+            "floor division, written with two slashes, rounds each weight down. Divide with one slash",
+            "floor-division",
+        )
     if np.any(got < 0):
         where = np.unravel_index(np.argmin(got), got.shape)
         label = ", ".join(str(int(i)) for i in where[:-1])
-        raise Mismatch(f"{what}: some weights are negative ({_digits(float(got[where]), 0.0)} in row {label}). Each "
-                       "weight is an exponential divided by the row's sum of exponentials, so none is negative: take "
-                       "the exponential of every (shifted) score", "no-exp")
+        raise Mismatch(
+            f"{what}: some weights are negative ({_digits(float(got[where]), 0.0)} in row {label}). Each "
+            "weight is an exponential divided by the row's sum of exponentials, so none is negative: take "
+            "the exponential of every (shifted) score",
+            "no-exp",
+        )
     has_keys = allowed.any(axis=-1)
     row_sums = got.sum(axis=-1)
     if np.allclose(row_sums[has_keys], 1, atol=1e-6):
         return
     columns_have_keys = allowed.any(axis=-2)
     if T_q > 1 and np.allclose(got.sum(axis=-2)[columns_have_keys], 1, atol=1e-6):
-        raise Mismatch(f"{what}: each column sums to 1, the rows do not: you divided by the column sums (down the "
-                       "queries). Divide each row's exponentials by that row's own sum, over the keys",
-                       "column-sums")
+        raise Mismatch(
+            f"{what}: each column sums to 1, the rows do not: you divided by the column sums (down the "
+            "queries). Divide each row's exponentials by that row's own sum, over the keys",
+            "column-sums",
+        )
     if _same(got, shifted):
-        raise Mismatch(f"{what}: each row's largest entry is exactly 1 and the rows sum to more than 1: these are the "
-                       "exponentials of the shifted scores, not yet divided by their row's sum", "rows-not-normalised")
+        raise Mismatch(
+            f"{what}: each row's largest entry is exactly 1 and the rows sum to more than 1: these are the "
+            "exponentials of the shifted scores, not yet divided by their row's sum",
+            "rows-not-normalised",
+        )
     off = np.where(has_keys, np.abs(row_sums - 1), -1.0)
     worst = np.unravel_index(np.argmax(off), off.shape)
     label = ", ".join(str(int(i)) for i in worst)
-    raise Mismatch(f"{what}: row {label} sums to {_digits(float(row_sums[worst]))}, not 1. Each row of weights is "
-                   "that row's exponentials divided by their own sum, so it sums to 1", "rows-not-normalised")
+    raise Mismatch(
+        f"{what}: row {label} sums to {_digits(float(row_sums[worst]))}, not 1. Each row of weights is "
+        "that row's exponentials divided by their own sum, so it sums to 1",
+        "rows-not-normalised",
+    )
 
 
 def _shape(shape):
@@ -145,8 +193,11 @@ def _shape(shape):
 
 def same_numbers_other_order(got, expected, what, advice, code):
     """Raise Mismatch(code) with `advice` when `got` has `expected`'s shape and entries, but in other places."""
-    if got.shape == expected.shape and not np.allclose(got, expected) and np.allclose(
-            np.sort(got, axis=None), np.sort(expected, axis=None)):
+    if (
+        got.shape == expected.shape
+        and not np.allclose(got, expected)
+        and np.allclose(np.sort(got, axis=None), np.sort(expected, axis=None))
+    ):
         raise Mismatch(f"{what} has the right shape and the right numbers in the wrong places: {advice}", code)
 
 
@@ -202,46 +253,79 @@ def multihead_mistakes(got, expected, inputs, mask, what):
         return multihead_loop(*inputs, mask, **change)
 
     if gives(variant(project=False)):
-        raise Mismatch(f"{what}: you merged the heads but did not apply the output projection W_o "
-                       f"({d_model}, {d_model}); the layer's output is the merged heads times W_o",
-                       "no-output-projection")
+        raise Mismatch(
+            f"{what}: you merged the heads but did not apply the output projection W_o "
+            f"({d_model}, {d_model}); the layer's output is the merged heads times W_o",
+            "no-output-projection",
+        )
     if gives(variant(scale=1 / np.sqrt(d_model))):
-        raise Mismatch(f"{what}: each head's scores are divided by √d_model = √{d_model}. A head's queries and "
-                       f"keys have d_head = {d_head} entries, so divide by √d_head = √{d_head}", "scaled-by-d-model")
+        raise Mismatch(
+            f"{what}: each head's scores are divided by √d_model = √{d_model}. A head's queries and "
+            f"keys have d_head = {d_head} entries, so divide by √d_head = √{d_head}",
+            "scaled-by-d-model",
+        )
     if gives(variant(scale=1.0)):
-        raise Mismatch(f"{what}: the scores are not scaled; divide each head's scores by √d_head = √{d_head}, "
-                       "as in 04_scaling", "not-scaled")
+        raise Mismatch(
+            f"{what}: the scores are not scaled; divide each head's scores by √d_head = √{d_head}, as in 04_scaling",
+            "not-scaled",
+        )
     if gives(variant(scale=1 / d_head)):
-        raise Mismatch(f"{what}: each head's scores are divided by d_head = {d_head}; divide by its square root, "
-                       f"√d_head = √{d_head}, as in 04_scaling", "scaled-by-d-head")
-    if n_heads > 1 and any(gives(multihead_loop(*inputs[:-1], 1, mask, scale=scale))
-                           for scale in (1 / np.sqrt(d_head), 1 / np.sqrt(d_model))):
-        raise Mismatch(f"{what}: your attention ran as one head over all {d_model} columns. Split the queries, "
-                       f"keys and values into {n_heads} heads of d_head = {d_head} columns, each with its own "
-                       "scores and softmax, then merge the heads", "one-head")
+        raise Mismatch(
+            f"{what}: each head's scores are divided by d_head = {d_head}; divide by its square root, "
+            f"√d_head = √{d_head}, as in 04_scaling",
+            "scaled-by-d-head",
+        )
+    if n_heads > 1 and any(
+        gives(multihead_loop(*inputs[:-1], 1, mask, scale=scale))
+        for scale in (1 / np.sqrt(d_head), 1 / np.sqrt(d_model))
+    ):
+        raise Mismatch(
+            f"{what}: your attention ran as one head over all {d_model} columns. Split the queries, "
+            f"keys and values into {n_heads} heads of d_head = {d_head} columns, each with its own "
+            "scores and softmax, then merge the heads",
+            "one-head",
+        )
     if mask is not None and gives(multihead_loop(*inputs)):
-        raise Mismatch(f"{what}: the mask is not applied, so each query also attends to the keys it must not "
-                       "see. Where the mask is False, the score becomes −∞ before the softmax", "mask-ignored")
+        raise Mismatch(
+            f"{what}: the mask is not applied, so each query also attends to the keys it must not "
+            "see. Where the mask is False, the score becomes −∞ before the softmax",
+            "mask-ignored",
+        )
     if mask is not None and gives(multihead_loop(*inputs, ~mask)):
-        raise Mismatch(f"{what}: each query attends to exactly the keys the mask blocks. In this workshop a "
-                       "mask's True means 'may attend' (as in 05_masking): where the mask is False the score "
-                       "becomes −∞", "true-means-blocked")
+        raise Mismatch(
+            f"{what}: each query attends to exactly the keys the mask blocks. In this workshop a "
+            "mask's True means 'may attend' (as in 05_masking): where the mask is False the score "
+            "becomes −∞",
+            "true-means-blocked",
+        )
     if gives(variant(weights_of=lambda scores, allowed: softmax(np.where(allowed, scores, -np.inf), axis=-2))):
-        raise Mismatch(f"{what}: each head's softmax ran down the columns, over the queries; it runs along each "
-                       "row, over the keys, so that each query's weights sum to 1", "wrong-axis")
+        raise Mismatch(
+            f"{what}: each head's softmax ran down the columns, over the queries; it runs along each "
+            "row, over the keys, so that each query's weights sum to 1",
+            "wrong-axis",
+        )
     if mask is not None and gives(variant(weights_of=lambda scores, allowed: softmax(scores) * allowed)):
-        raise Mismatch(f"{what}: the blocked keys got weight 0 after the softmax, so the rows no longer sum to 1: "
-                       "their share was thrown away instead of shared among the allowed keys. Block the scores "
-                       "(−∞) before the softmax", "after-softmax")
+        raise Mismatch(
+            f"{what}: the blocked keys got weight 0 after the softmax, so the rows no longer sum to 1: "
+            "their share was thrown away instead of shared among the allowed keys. Block the scores "
+            "(−∞) before the softmax",
+            "after-softmax",
+        )
     if mask is not None and gives(variant(weights_of=lambda scores, allowed: softmax(np.where(allowed, scores, 0)))):
-        raise Mismatch(f"{what}: the blocked scores became 0 (multiplying the scores by the mask does that), an "
-                       "ordinary score whose exponential is 1, so the blocked keys still get weight. A blocked "
-                       "score must be −∞", "zero-fill")
+        raise Mismatch(
+            f"{what}: the blocked scores became 0 (multiplying the scores by the mask does that), an "
+            "ordinary score whose exponential is 1, so the blocked keys still get weight. A blocked "
+            "score must be −∞",
+            "zero-fill",
+        )
     if any(gives(_tokens_mixed(*inputs, mask, plain_merge)) for plain_merge in (True, False)):
-        raise Mismatch(f"{what}: your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head) "
-                       "fills head 0 with the first tokens' numbers in memory order, so a head's rows are "
-                       "pieces of several tokens. Cut each token's columns into (h, d_head) first, then move "
-                       "the heads axis in front", "tokens-mixed")
+        raise Mismatch(
+            f"{what}: your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head) "
+            "fills head 0 with the first tokens' numbers in memory order, so a head's rows are "
+            "pieces of several tokens. Cut each token's columns into (h, d_head) first, then move "
+            "the heads axis in front",
+            "tokens-mixed",
+        )
 
 
 def none_mask_mistakes(answer, args, got, expected, what):
@@ -259,11 +343,17 @@ def none_mask_mistakes(answer, args, got, expected, what):
         return
     if np.all(np.isnan(got)) or np.allclose(np.nan_to_num(got), 0):
         blank = "NaN" if np.all(np.isnan(got)) else "zeros"
-        raise Mismatch(f"{what}: with mask=None every score was blocked, so your result is all {blank} (with a mask "
-                       "that allows every key it is right). None means no mask: every query sees every key; block "
-                       "scores only when a mask is given", "mask-none")
-    raise Mismatch(f"{what}: with mask=None your result is wrong, yet with a mask that allows every key it is right. "
-                   "None means no mask: every query sees every key, and the scores stay as they are", "mask-none")
+        raise Mismatch(
+            f"{what}: with mask=None every score was blocked, so your result is all {blank} (with a mask "
+            "that allows every key it is right). None means no mask: every query sees every key; block "
+            "scores only when a mask is given",
+            "mask-none",
+        )
+    raise Mismatch(
+        f"{what}: with mask=None your result is wrong, yet with a mask that allows every key it is right. "
+        "None means no mask: every query sees every key, and the scores stay as they are",
+        "mask-none",
+    )
 
 
 def matches(got, candidate):
@@ -277,8 +367,11 @@ def returned_tuple(got, names, what):
     """The learner's returned tuple as arrays, one per name in `names`, or Mismatch (wrong-shape)."""
     if not isinstance(got, (tuple, list)) or len(got) != len(names):
         returned = f"{len(got)} things" if isinstance(got, (tuple, list)) else "one thing"
-        raise Mismatch(f"{what} should return {len(names)} things, ({', '.join(names)}) in that order; your "
-                       f"function returned {returned}", "wrong-shape")
+        raise Mismatch(
+            f"{what} should return {len(names)} things, ({', '.join(names)}) in that order; your "
+            f"function returned {returned}",
+            "wrong-shape",
+        )
     return [as_array(x, f"{what}: {name}") for x, name in zip(got, names, strict=True)]
 
 
@@ -286,5 +379,8 @@ def returned_in_other_order(got, expected, names, what, code):
     """Raise Mismatch(code) when the arrays `got` are the `expected` ones, each named in `names`, in another order."""
     for order in itertools.permutations(range(len(names))):
         if list(order) != sorted(order) and all(matches(got[i], expected[j]) for i, j in enumerate(order)):
-            raise Mismatch(f"{what} returned the right results in another order, {', '.join(names[j] for j in order)}; "
-                           f"return them in the order {', '.join(names)}", code)
+            raise Mismatch(
+                f"{what} returned the right results in another order, {', '.join(names[j] for j in order)}; "
+                f"return them in the order {', '.join(names)}",
+                code,
+            )

@@ -14,11 +14,11 @@ def _same(got, candidate):
 @exercise(
     notebook="02_similarity_matrix",
     hint="One matrix product compares every row of X with every row: entry (i, j) is the dot product of token "
-         "i's vector with token j's. For the cosines, first divide each row by its own length (np.linalg.norm).",
+    "i's vector with token j's. For the cosines, first divide each row by its own length (np.linalg.norm).",
     hint2="X is (T, d). Multiply it by its own transpose on the right, (T, d) times (d, T), to get (T, T); the "
-          "other order compares the d dimensions instead of the T tokens. For cosine=True, measure the T row "
-          "lengths along the last axis and keep them as a column, shape (T, 1), so that each row is divided by "
-          "its own length; the diagonal then becomes all 1. With cosine left False, return the plain dot products.",
+    "other order compares the d dimensions instead of the T tokens. For cosine=True, measure the T row "
+    "lengths along the last axis and keep them as a column, shape (T, 1), so that each row is divided by "
+    "its own length; the diagonal then becomes all 1. With cosine left False, return the plain dot products.",
     solution="""
         def similarity_matrix(X, cosine=False):
             if cosine:
@@ -71,13 +71,18 @@ def similarity_matrix(answer):
     what = f"similarity_matrix(X) for X of shape ({T}, {d})"
     got = as_array(call(answer, X), what)
     if got.shape == (d, d):
-        raise Mismatch(f"{what} has shape ({d}, {d}): you compared the {d} columns (the dimensions) with each other. "
-                       f"The tokens are the rows: compare every row with every row, X times its transpose, "
-                       f"(T, d) times (d, T), shape ({T}, {T})", "transposed")
+        raise Mismatch(
+            f"{what} has shape ({d}, {d}): you compared the {d} columns (the dimensions) with each other. "
+            f"The tokens are the rows: compare every row with every row, X times its transpose, "
+            f"(T, d) times (d, T), shape ({T}, {T})",
+            "transposed",
+        )
     if _same(got, U @ U.T):
-        raise Mismatch(f"{what} gave the cosines (its diagonal is all 1), but cosine was left False: return the "
-                       "plain dot products then, and divide the rows by their lengths only when cosine is True",
-                       "always-cosine")
+        raise Mismatch(
+            f"{what} gave the cosines (its diagonal is all 1), but cosine was left False: return the "
+            "plain dot products then, and divide the rows by their lengths only when cosine is True",
+            "always-cosine",
+        )
     expect_close(got, X @ X.T, what)
 
     what = f"similarity_matrix(X, cosine=True) for X of shape ({T}, {d})"
@@ -85,33 +90,44 @@ def similarity_matrix(answer):
         got = as_array(call(answer, X, cosine=True), what)
     except ValueError as exc:
         if broadcast_clash(exc) == {(T, d), (T,)}:
-            raise Mismatch(f"{what}: the {T} row lengths, shape ({T},), could not divide X ({T}, {d}). numpy lines "
-                           f"shapes up from the right, so the {T} lengths met the {d} columns. Keep the lengths as "
-                           f"a column, shape ({T}, 1), so that each row is divided by its own length",
-                           "lengths-as-a-row") from None
+            raise Mismatch(
+                f"{what}: the {T} row lengths, shape ({T},), could not divide X ({T}, {d}). numpy lines "
+                f"shapes up from the right, so the {T} lengths met the {d} columns. Keep the lengths as "
+                f"a column, shape ({T}, 1), so that each row is divided by its own length",
+                "lengths-as-a-row",
+            ) from None
         raise
     if _same(got, X @ X.T):
-        raise Mismatch(f"{what} gave the plain dot products, the same as with cosine left False: when cosine is True, "
-                       "divide each row of X by its own length first, so that the diagonal is all 1", "cosine-ignored")
+        raise Mismatch(
+            f"{what} gave the plain dot products, the same as with cosine left False: when cosine is True, "
+            "divide each row of X by its own length first, so that the diagonal is all 1",
+            "cosine-ignored",
+        )
     columns = X / np.linalg.norm(X, axis=0, keepdims=True)  # (T, d): unit columns, the mistake
     if _same(got, columns @ columns.T):
-        raise Mismatch(f"{what}: you divided each of the {d} columns by its length. The cosine divides each row, "
-                       "a token's vector, by its own length, so that the diagonal is all 1", "column-lengths")
+        raise Mismatch(
+            f"{what}: you divided each of the {d} columns by its length. The cosine divides each row, "
+            "a token's vector, by its own length, so that the diagonal is all 1",
+            "column-lengths",
+        )
     if _same(got, X @ X.T / np.sum(X * X)):
-        raise Mismatch(f"{what}: you divided X by one number, the length of the whole matrix, so the diagonal is "
-                       f"not all 1. Each row needs its own length: {T} lengths, one per token", "one-length")
+        raise Mismatch(
+            f"{what}: you divided X by one number, the length of the whole matrix, so the diagonal is "
+            f"not all 1. Each row needs its own length: {T} lengths, one per token",
+            "one-length",
+        )
     expect_close(got, U @ U.T, what)
 
 
 @exercise(
     notebook="02_similarity_matrix",
     hint="Do what softmax_loop does, to every row at once: subtract the row's largest score, take the "
-         "exponential, and divide by the row's sum. np.exp works on every entry; a max or a sum can run along "
-         "one axis only.",
+    "exponential, and divide by the row's sum. np.exp works on every entry; a max or a sum can run along "
+    "one axis only.",
     hint2="For S of shape (T_q, T_k) the row maxima and the row sums run over the last axis, the keys: T_q "
-          "numbers, one per row. Keep them as a column, shape (T_q, 1) (numpy's keepdims option does that), so "
-          "that each one is subtracted from, or divides, its own row; as shape (T_q,) numpy would line them up "
-          "with the columns. The maximum is subtracted before the exponential, the sum divides after it.",
+    "numbers, one per row. Keep them as a column, shape (T_q, 1) (numpy's keepdims option does that), so "
+    "that each one is subtracted from, or divides, its own row; as shape (T_q,) numpy would line them up "
+    "with the columns. The maximum is subtracted before the exponential, the sum divides after it.",
     solution="""
         def row_softmax(S):
             e = np.exp(S - S.max(axis=-1, keepdims=True))  # (T_q, T_k) - (T_q, 1): each row's own max
@@ -180,15 +196,21 @@ def row_softmax(answer):
         got = as_array(call(answer, S), what)
     except ValueError as exc:
         if broadcast_clash(exc) == {(T_q, T_k), (T_q,)}:
-            raise Mismatch(f"{what}: a row maximum or row sum came out as shape ({T_q},), one number per row but "
-                           f"with the row axis gone, so numpy lined those {T_q} numbers up with the {T_k} columns "
-                           f"and could not combine them with S. Keep them as a column, shape ({T_q}, 1), so each "
-                           "acts on its own row", "sums-as-a-row") from None
+            raise Mismatch(
+                f"{what}: a row maximum or row sum came out as shape ({T_q},), one number per row but "
+                f"with the row axis gone, so numpy lined those {T_q} numbers up with the {T_k} columns "
+                f"and could not combine them with S. Keep them as a column, shape ({T_q}, 1), so each "
+                "acts on its own row",
+                "sums-as-a-row",
+            ) from None
         raise
     if _same(got, S / S.sum(axis=-1, keepdims=True)):
-        raise Mismatch(f"{what}: you divided the scores themselves by their row sums, without the exponential. The "
-                       "rows sum to 1, but negative scores give negative weights: take the exponential of each "
-                       "(shifted) score first, then divide by the row's sum", "no-exp")
+        raise Mismatch(
+            f"{what}: you divided the scores themselves by their row sums, without the exponential. The "
+            "rows sum to 1, but negative scores give negative weights: take the exponential of each "
+            "(shifted) score first, then divide by the row's sum",
+            "no-exp",
+        )
     if not np.iscomplexobj(got):
         row_softmax_mistakes(got, S, what)
     expect_close(got, softmax(S), what)
@@ -197,25 +219,31 @@ def row_softmax(answer):
     what = "row_softmax(S) for S with rows [1000, 1001, 1002] and [−1000, −999, −998]"
     got = as_array(call(answer, big), what)
     if got.shape == big.shape and np.any(np.isnan(got[0])):
-        raise Mismatch(f"{what} has NaN in the first row: the exponential of 1000 overflows to infinity, and "
-                       "infinity divided by infinity is NaN. Subtract each row's maximum before the exponential "
-                       "(the weights do not change)", "no-max-shift")
+        raise Mismatch(
+            f"{what} has NaN in the first row: the exponential of 1000 overflows to infinity, and "
+            "infinity divided by infinity is NaN. Subtract each row's maximum before the exponential "
+            "(the weights do not change)",
+            "no-max-shift",
+        )
     if got.shape == big.shape and np.any(np.isnan(got[1])):
-        raise Mismatch(f"{what} has NaN in the second row: you subtracted the largest score of the whole matrix, "
-                       "1002, so that row's exponentials are e^(−2000) and smaller, all 0, and 0 divided by 0 is NaN. "
-                       "Subtract each row's own maximum", "global-max-shift")
+        raise Mismatch(
+            f"{what} has NaN in the second row: you subtracted the largest score of the whole matrix, "
+            "1002, so that row's exponentials are e^(−2000) and smaller, all 0, and 0 divided by 0 is NaN. "
+            "Subtract each row's own maximum",
+            "global-max-shift",
+        )
     expect_close(got, softmax(big), what)
 
 
 @exercise(
     notebook="02_similarity_matrix",
     hint="Three steps, each one vectorised: the scores are the dot products of every row of X with every row "
-         "(Exercise 1), the softmax of each row turns them into weights (Exercise 2), and one more matrix product "
-         "averages the rows of X with those weights.",
+    "(Exercise 1), the softmax of each row turns them into weights (Exercise 2), and one more matrix product "
+    "averages the rows of X with those weights.",
     hint2="X is (T, d). The scores are (T, T), and so are the weights, each row summing to 1 (subtract the row "
-          "maximum, exponentiate, divide by the row sum, all along the last axis). Then the weights (T, T) times "
-          "X (T, d) give (T, d): row i is the average of the rows of X, weighted by row i of the weights. No "
-          "scaling of the scores here: notebook 04 adds it.",
+    "maximum, exponentiate, divide by the row sum, all along the last axis). Then the weights (T, T) times "
+    "X (T, d) give (T, d): row i is the average of the rows of X, weighted by row i of the weights. No "
+    "scaling of the scores here: notebook 04 adds it.",
     solution="""
         def attention_without_weights(X):
             S = X @ X.T  # (T, d) @ (d, T) -> (T, T)
@@ -277,22 +305,33 @@ def attention_without_weights(answer):
     if got.shape == (T, T):
         if not np.iscomplexobj(got):
             row_softmax_mistakes(got, S, f"the weights your {what} returned")
-        raise Mismatch(f"{what} returned a ({T}, {T}) matrix: those are the weights. Use them to average the rows "
-                       f"of X and return the result, one row per token, shape (T, d) = ({T}, {d})",
-                       "returned-weights")
+        raise Mismatch(
+            f"{what} returned a ({T}, {T}) matrix: those are the weights. Use them to average the rows "
+            f"of X and return the result, one row per token, shape (T, d) = ({T}, {d})",
+            "returned-weights",
+        )
     if got.shape != expected.shape or np.iscomplexobj(got) or not np.all(np.isfinite(got)):
         expect_close(got, expected, what)
     if np.allclose(got, X + expected):
-        raise Mismatch(f"{what} is X plus the attention output: you added X back, a residual connection (its "
-                       "weights, the softmax plus the identity, sum to 2 along each row). Return the weighted "
-                       "average of the rows of X alone; notebook 08 adds the residual", "residual")
+        raise Mismatch(
+            f"{what} is X plus the attention output: you added X back, a residual connection (its "
+            "weights, the softmax plus the identity, sum to 2 along each row). Return the weighted "
+            "average of the rows of X alone; notebook 08 adds the residual",
+            "residual",
+        )
     if np.allclose(got, S @ X):
-        raise Mismatch(f"{what} is the scores times X, without the softmax: each row of scores must first become "
-                       "weights that sum to 1, or each output row is a sum instead of an average, and the vectors "
-                       "grow or shrink", "no-softmax")
+        raise Mismatch(
+            f"{what} is the scores times X, without the softmax: each row of scores must first become "
+            "weights that sum to 1, or each output row is a sum instead of an average, and the vectors "
+            "grow or shrink",
+            "no-softmax",
+        )
     if np.allclose(got, softmax(S / np.sqrt(d)) @ X):
-        raise Mismatch(f"{what}: you divided the scores by √d = √{d} before the softmax. That scaling is notebook "
-                       "04's subject; here the weights are the softmax of the plain dot products", "scaled")
+        raise Mismatch(
+            f"{what}: you divided the scores by √d = √{d} before the softmax. That scaling is notebook "
+            "04's subject; here the weights are the softmax of the plain dot products",
+            "scaled",
+        )
     weights = got @ np.linalg.pinv(X)  # (T, d) @ (d, T) -> (T, T): the weights that mixed the rows, if any did
     if np.allclose(weights @ X, got):
         row_softmax_mistakes(weights, S, f"the weights by which your {what} averaged the rows of X")

@@ -5,6 +5,7 @@ import numpy as np
 from helpers.attention import softmax
 from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
 from helpers.checks._mistakes import broadcast_clash
+from helpers.checks._reference import scores_divisor
 
 
 def _same(got, candidate):
@@ -14,12 +15,12 @@ def _same(got, candidate):
 @exercise(
     notebook="03_queries_keys_values",
     hint="Project X three times, once by each matrix, to get Q, K and V: a token is a row, so X comes first in "
-         "each product. The scores compare every query with every key: Q times the transpose of K, one row per "
-         "query.",
+    "each product. The scores compare every query with every key: Q times the transpose of K, one row per "
+    "query.",
     hint2="X is (T, d_model); W_q and W_k are (d_model, d_k) and W_v is (d_model, d_v). X times W_q gives Q, shape "
-          "(T, d_k), and likewise K (T, d_k) and V (T, d_v). The scores are Q (T, d_k) times K transposed "
-          "(d_k, T), shape (T, T), with row i for query i and column j for key j. Return the four in the order Q, "
-          "K, V, scores: no softmax, and no division by √d_k (that is notebook 04's subject).",
+    "(T, d_k), and likewise K (T, d_k) and V (T, d_v). The scores are Q (T, d_k) times K transposed "
+    "(d_k, T), shape (T, T), with row i for query i and column j for key j. Return the four in the order Q, "
+    "K, V, scores: no softmax, and no division by √d_k (that is notebook 04's subject).",
     solution="""
         def qkv_scores(X, W_q, W_k, W_v):
             Q = X @ W_q  # (T, d_model) @ (d_model, d_k) -> (T, d_k)
@@ -84,65 +85,84 @@ def qkv_scores(answer):
     got = call(answer, X, W_q, W_k, W_v)
     if not isinstance(got, (tuple, list)) or len(got) != 4:
         if isinstance(got, np.ndarray) and got.shape == (T, T):
-            raise Mismatch(f"{what} returned one array of shape ({T}, {T}), the scores alone: return four things, "
-                           "in this order: Q, K, V and the scores", "not-four-things")
+            raise Mismatch(
+                f"{what} returned one array of shape ({T}, {T}), the scores alone: return four things, "
+                "in this order: Q, K, V and the scores",
+                "not-four-things",
+            )
         kind = f"{len(got)} things" if isinstance(got, (tuple, list)) else f"a {type(got).__name__}"
-        raise Mismatch(f"{what} returned {kind}: return four things, in this order: Q, K, V and the scores",
-                       "not-four-things")
+        raise Mismatch(
+            f"{what} returned {kind}: return four things, in this order: Q, K, V and the scores", "not-four-things"
+        )
     got_Q, got_K, got_V = (as_array(value, f"{name} of {what}") for name, value in zip("QKV", got[:3], strict=True))
     if _same(got_Q, K) and _same(got_K, Q):
-        raise Mismatch(f"{what}: your Q is X times W_k and your K is X times W_q, swapped. The queries come from "
-                       "W_q and the keys from W_k; swapped, entry (i, j) of the scores would be query j's score for "
-                       "key i", "swapped-q-and-k")
+        raise Mismatch(
+            f"{what}: your Q is X times W_k and your K is X times W_q, swapped. The queries come from "
+            "W_q and the keys from W_k; swapped, entry (i, j) of the scores would be query j's score for "
+            "key i",
+            "swapped-q-and-k",
+        )
     for name, value, expected, W in zip("QKV", (got_Q, got_K, got_V), (Q, K, V), (W_q, W_k, W_v), strict=True):
         if _same(value, expected.T):
-            raise Mismatch(f"{what}: your {name} has shape {value.shape}, one column per token. In this series "
-                           f"tokens are rows: {name} is X ({T}, {d_model}) times W_{name.lower()} {W.shape}, X first, "
-                           f"so {name} has shape {expected.shape}, row i for token i", "tokens-as-columns")
+            raise Mismatch(
+                f"{what}: your {name} has shape {value.shape}, one column per token. In this series "
+                f"tokens are rows: {name} is X ({T}, {d_model}) times W_{name.lower()} {W.shape}, X first, "
+                f"so {name} has shape {expected.shape}, row i for token i",
+                "tokens-as-columns",
+            )
         expect_close(value, expected, f"{name} of {what}")
     got_scores = as_array(got[3], f"the scores of {what}")
     if _same(got_scores, scores.T):
-        raise Mismatch(f"{what}: your scores are transposed, keys times queries. Row i must hold query i's "
-                       "scores against every key, so the queries come first in the product", "transposed")
-    divisor = _divisor(got_scores, scores)
+        raise Mismatch(
+            f"{what}: your scores are transposed, keys times queries. Row i must hold query i's "
+            "scores against every key, so the queries come first in the product",
+            "transposed",
+        )
+    divisor = scores_divisor(got_scores, scores)
     if divisor is not None and not np.isclose(divisor, 1.0):
-        which = (f"√d_k = √{d_k}" if np.isclose(divisor, np.sqrt(d_k)) else
-                 f"√d_model = √{d_model}" if np.isclose(divisor, np.sqrt(d_model)) else f"{divisor:.4g}")
-        raise Mismatch(f"{what}: your scores are divided by {which}. Scaling is notebook 04's subject; here "
-                       "return the plain dot products of the queries with the keys", "scaled")
+        which = (
+            f"√d_k = √{d_k}"
+            if np.isclose(divisor, np.sqrt(d_k))
+            else f"√d_model = √{d_model}"
+            if np.isclose(divisor, np.sqrt(d_model))
+            else f"{divisor:.4g}"
+        )
+        raise Mismatch(
+            f"{what}: your scores are divided by {which}. Scaling is notebook 04's subject; here "
+            "return the plain dot products of the queries with the keys",
+            "scaled",
+        )
     if any(_same(got_scores, softmax(scores / scale)) for scale in (1.0, np.sqrt(d_k), np.sqrt(d_model))):
-        raise Mismatch(f"{what}: your scores are already weights (each row sums to 1). Return the raw scores, the "
-                       "dot products of the queries with the keys, before any softmax", "weights-not-scores")
+        raise Mismatch(
+            f"{what}: your scores are already weights (each row sums to 1). Return the raw scores, the "
+            "dot products of the queries with the keys, before any softmax",
+            "weights-not-scores",
+        )
     if _same(got_scores, X @ X.T):
-        raise Mismatch(f"{what}: your scores compare X with itself, as notebook 02 did. Here they compare the "
-                       "queries with the keys: query i's dot product with key j", "scores-of-x")
+        raise Mismatch(
+            f"{what}: your scores compare X with itself, as notebook 02 did. Here they compare the "
+            "queries with the keys: query i's dot product with key j",
+            "scores-of-x",
+        )
     if _same(got_scores, Q * K):
-        raise Mismatch(f"{what}: your scores have shape ({T}, {d_k}): you multiplied Q and K entry by entry, which "
-                       f"pairs each token only with itself. The scores pair every query with every key: a ({T}, {T}) "
-                       "table of dot products", "elementwise")
+        raise Mismatch(
+            f"{what}: your scores have shape ({T}, {d_k}): you multiplied Q and K entry by entry, which "
+            f"pairs each token only with itself. The scores pair every query with every key: a ({T}, {T}) "
+            "table of dot products",
+            "elementwise",
+        )
     expect_close(got_scores, scores, f"the scores of {what}")
-
-
-def _divisor(got, scores):
-    """The one number c with got = scores / c, or None. Shapes: got, scores (T, T)."""
-    if got.shape != scores.shape or np.iscomplexobj(got) or not np.all(np.isfinite(got)):
-        return None
-    overlap = float(np.sum(scores * got))
-    if overlap <= 0:
-        return None
-    c = float(np.sum(scores * scores)) / overlap  # least squares
-    return c if np.allclose(got, scores / c, rtol=1e-4, atol=1e-6) else None
 
 
 @exercise(
     notebook="03_queries_keys_values",
     hint="Follow the formula above the exercise: each entry of the result is its weight times (its own d_weight "
-         "minus the row's average of the d_weights, weighted by that row's weights). That is one sum per row, "
-         "over the last axis.",
+    "minus the row's average of the d_weights, weighted by that row's weights). That is one sum per row, "
+    "over the last axis.",
     hint2="For weights of shape (..., T): multiply the weights and the d_weights entry by entry and sum over the "
-          "last axis, one number per row. Keep that sum as shape (..., 1) (numpy's keepdims option), so that it "
-          "is subtracted along its own row; subtract it from the d_weights, then multiply by the weights entry by "
-          "entry. The result has the shape of the weights.",
+    "last axis, one number per row. Keep that sum as shape (..., 1) (numpy's keepdims option), so that it "
+    "is subtracted along its own row; subtract it from the d_weights, then multiply by the weights entry by "
+    "entry. The result has the shape of the weights.",
     solution="""
         def softmax_backward(d_weights, weights):
             inner = np.sum(d_weights * weights, axis=-1, keepdims=True)  # (..., T, 1)
@@ -200,37 +220,61 @@ def softmax_backward(answer):
             got = as_array(call(answer, d_weights, weights), what)
         except ValueError as exc:
             if broadcast_clash(exc) == {shape, shape[:-1]}:
-                raise Mismatch(f"{what}: the row sums came out with shape {shape[:-1]}, the summed axis gone, so "
-                               f"numpy, lining shapes up from the right, could not subtract them from the d_weights, "
-                               f"shape {shape}. Keep the summed axis, shape {shape[:-1] + (1,)}, so that each row's "
-                               "sum is subtracted along its own row", "sums-as-a-row") from None
+                raise Mismatch(
+                    f"{what}: the row sums came out with shape {shape[:-1]}, the summed axis gone, so "
+                    f"numpy, lining shapes up from the right, could not subtract them from the d_weights, "
+                    f"shape {shape}. Keep the summed axis, shape {shape[:-1] + (1,)}, so that each row's "
+                    "sum is subtracted along its own row",
+                    "sums-as-a-row",
+                ) from None
             raise
         if got.shape != expected.shape or np.iscomplexobj(got):
             expect_close(got, expected, what)
         if np.allclose(got, weights * d_weights):
-            raise Mismatch(f"{what} is the weights times the d_weights, entry by entry: only the first term. Every "
-                           "weight of a row also moves when one score moves (the row sums to 1), so subtract the "
-                           "row's weighted average of the d_weights from each d_weight first", "first-term-only")
+            raise Mismatch(
+                f"{what} is the weights times the d_weights, entry by entry: only the first term. Every "
+                "weight of a row also moves when one score moves (the row sums to 1), so subtract the "
+                "row's weighted average of the d_weights from each d_weight first",
+                "first-term-only",
+            )
         if np.allclose(got, weights * (1 - weights) * d_weights):
-            raise Mismatch(f"{what}: you used w·(1 − w) times the d_weight, the diagonal of the softmax's Jacobian "
-                           "only (the sigmoid's derivative). Moving score i also changes every other weight j of the "
-                           "row, by −w_i·w_j, so the row's sum of w_j·g_j enters every entry", "diagonal-only")
+            raise Mismatch(
+                f"{what}: you used w·(1 − w) times the d_weight, the diagonal of the softmax's Jacobian "
+                "only (the sigmoid's derivative). Moving score i also changes every other weight j of the "
+                "row, by −w_i·w_j, so the row's sum of w_j·g_j enters every entry",
+                "diagonal-only",
+            )
         if np.allclose(got, weights * (d_weights - d_weights.sum(axis=-1, keepdims=True))):
-            raise Mismatch(f"{what}: the sum you subtract adds up the d_weights alone; weigh each by its weight, "
-                           "Σ_j w_j·g_j, the row's weighted average of the d_weights", "unweighted-sum")
+            raise Mismatch(
+                f"{what}: the sum you subtract adds up the d_weights alone; weigh each by its weight, "
+                "Σ_j w_j·g_j, the row's weighted average of the d_weights",
+                "unweighted-sum",
+            )
         inner = np.sum(d_weights * weights, axis=-1, keepdims=True)  # (..., T, 1)
         if np.allclose(got, -expected):
-            raise Mismatch(f"{what} is the right answer with its sign flipped: each entry is w·(g − Σ_j w_j·g_j), "
-                           "the d_weight minus the row's weighted average, not the other way round", "sign-flipped")
+            raise Mismatch(
+                f"{what} is the right answer with its sign flipped: each entry is w·(g − Σ_j w_j·g_j), "
+                "the d_weight minus the row's weighted average, not the other way round",
+                "sign-flipped",
+            )
         if np.allclose(got, d_weights * (weights - inner)):
-            raise Mismatch(f"{what}: the weights and the d_weights have swapped roles: each entry is the weight "
-                           "times (its d_weight minus the row's weighted average of the d_weights), "
-                           "w·(g − Σ_j w_j·g_j)", "roles-swapped")
+            raise Mismatch(
+                f"{what}: the weights and the d_weights have swapped roles: each entry is the weight "
+                "times (its d_weight minus the row's weighted average of the d_weights), "
+                "w·(g − Σ_j w_j·g_j)",
+                "roles-swapped",
+            )
         if np.allclose(got, d_weights - inner):
-            raise Mismatch(f"{what} is each d_weight minus the row's weighted average, without the factor in front: "
-                           "multiply that by the weight itself, w·(g − Σ_j w_j·g_j)", "weights-factor-missing")
+            raise Mismatch(
+                f"{what} is each d_weight minus the row's weighted average, without the factor in front: "
+                "multiply that by the weight itself, w·(g − Σ_j w_j·g_j)",
+                "weights-factor-missing",
+            )
         wrong_axis = weights * (d_weights - np.sum(d_weights * weights, axis=-2, keepdims=True))
         if np.allclose(got, wrong_axis):
-            raise Mismatch(f"{what}: you summed down each column (over the second-to-last axis). Each row is its "
-                           "own softmax, so sum along each row, over the last axis", "wrong-axis")
+            raise Mismatch(
+                f"{what}: you summed down each column (over the second-to-last axis). Each row is its "
+                "own softmax, so sum along each row, over the last axis",
+                "wrong-axis",
+            )
         expect_close(got, expected, what)

@@ -4,6 +4,7 @@ import numpy as np
 
 from helpers.attention import softmax
 from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+from helpers.checks._reference import scores_divisor
 
 
 def _one_number(got, what):
@@ -22,11 +23,11 @@ def _one_number(got, what):
 @exercise(
     notebook="04_scaling",
     hint="q·k is a sum of d_k products q_c·k_c, independent of each other. Work out the variance of one product, "
-         "then use the fact that the variances of independent terms add up.",
+    "then use the fact that the variances of independent terms add up.",
     hint2="Each product q_c·k_c has mean 0, so its variance is the mean of its square: the mean of q_c² times "
-          "the mean of k_c², since q_c and k_c are independent. For a number with mean 0 and standard deviation σ, "
-          "the mean of its square is σ². The score adds d_k such products, so it adds d_k equal variances. Return "
-          "the variance itself, not its square root.",
+    "the mean of k_c², since q_c and k_c are independent. For a number with mean 0 and standard deviation σ, "
+    "the mean of its square is σ². The score adds d_k such products, so it adds d_k equal variances. Return "
+    "the variance itself, not its square root.",
     solution="""
         def score_variance(d_k, sigma_q, sigma_k):
             return d_k * sigma_q**2 * sigma_k**2
@@ -71,30 +72,48 @@ def score_variance(answer):
             return np.isclose(predicted, wrong) and not np.isclose(wrong, exact, rtol=0.01)
 
         if predicts(d_k):
-            raise Mismatch(f"{what}: {said}. Your d_k holds when both standard deviations are 1; each product "
-                           "q_c·k_c has variance σ_q²·σ_k², so σ_q and σ_k belong in the answer",
-                           "unit-variances")
+            raise Mismatch(
+                f"{what}: {said}. Your d_k holds when both standard deviations are 1; each product "
+                "q_c·k_c has variance σ_q²·σ_k², so σ_q and σ_k belong in the answer",
+                "unit-variances",
+            )
         if predicts(d_k * sigma_q * sigma_k):
-            raise Mismatch(f"{what}: {said}. You multiplied d_k by σ_q·σ_k, the standard deviations; a variance is "
-                           "a standard deviation squared, so each product q_c·k_c has variance σ_q²·σ_k²",
-                           "sigmas-not-squared")
+            raise Mismatch(
+                f"{what}: {said}. You multiplied d_k by σ_q·σ_k, the standard deviations; a variance is "
+                "a standard deviation squared, so each product q_c·k_c has variance σ_q²·σ_k²",
+                "sigmas-not-squared",
+            )
         if predicts(d_k * sigma_q * sigma_k**2):
-            raise Mismatch(f"{what}: {said}. You squared σ_k but not σ_q: each product q_c·k_c has variance "
-                           "σ_q²·σ_k², both standard deviations squared", "sigmas-not-squared")
+            raise Mismatch(
+                f"{what}: {said}. You squared σ_k but not σ_q: each product q_c·k_c has variance "
+                "σ_q²·σ_k², both standard deviations squared",
+                "sigmas-not-squared",
+            )
         if predicts(d_k * sigma_q**2 * sigma_k):
-            raise Mismatch(f"{what}: {said}. You squared σ_q but not σ_k: each product q_c·k_c has variance "
-                           "σ_q²·σ_k², both standard deviations squared", "sigmas-not-squared")
+            raise Mismatch(
+                f"{what}: {said}. You squared σ_q but not σ_k: each product q_c·k_c has variance "
+                "σ_q²·σ_k², both standard deviations squared",
+                "sigmas-not-squared",
+            )
         if predicts(np.sqrt(d_k) * sigma_q * sigma_k):
-            raise Mismatch(f"{what}: {said}. Your number is the standard deviation of the score, the typical size "
-                           "of q·k; the exercise asks for its variance, the square of that", "standard-deviation")
+            raise Mismatch(
+                f"{what}: {said}. Your number is the standard deviation of the score, the typical size "
+                "of q·k; the exercise asks for its variance, the square of that",
+                "standard-deviation",
+            )
         if predicts(sigma_q**2 * sigma_k**2):
-            raise Mismatch(f"{what}: {said}. That is the variance of one product q_c·k_c; the score adds up "
-                           f"d_k = {d_k} independent products, and their variances add up too", "one-product")
+            raise Mismatch(
+                f"{what}: {said}. That is the variance of one product q_c·k_c; the score adds up "
+                f"d_k = {d_k} independent products, and their variances add up too",
+                "one-product",
+            )
         if predicts(d_k * (sigma_q**2 + sigma_k**2)):
-            raise Mismatch(f"{what}: {said}. You added the variances of q_c and k_c; for a product of two "
-                           "independent numbers with mean 0 the variances multiply: the mean of q_c²·k_c² is the "
-                           "mean of q_c² times the mean of k_c²",
-                           "variances-added")
+            raise Mismatch(
+                f"{what}: {said}. You added the variances of q_c and k_c; for a product of two "
+                "independent numbers with mean 0 the variances multiply: the mean of q_c²·k_c² is the "
+                "mean of q_c² times the mean of k_c²",
+                "variances-added",
+            )
         if not np.isclose(predicted, measured, rtol=0.1):
             raise Mismatch(f"{what}: {said}", "wrong-values")
 
@@ -102,11 +121,11 @@ def score_variance(answer):
 @exercise(
     notebook="04_scaling",
     hint="Compute the scores as in notebook 03, every query with every key, then divide them all by the square "
-         "root of d_k, the length of each query and key vector, read from the inputs rather than written as a "
-         "number. np.sqrt gives a square root.",
+    "root of d_k, the length of each query and key vector, read from the inputs rather than written as a "
+    "number. np.sqrt gives a square root.",
     hint2="Q is (T_q, d_k) and K is (T_k, d_k): Q times the transpose of K is (T_q, T_k), one row per query. d_k is "
-          "the size of the last axis of Q (the same as K's), not the number of rows of either, and the divisor is "
-          "its square root, √d_k, not d_k itself.",
+    "the size of the last axis of Q (the same as K's), not the number of rows of either, and the divisor is "
+    "its square root, √d_k, not d_k itself.",
     solution="""
         def scaled_scores(Q, K):
             d_k = Q.shape[-1]
@@ -168,28 +187,25 @@ def scaled_scores(answer):
         got = as_array(call(answer, Q, K), what)
         raw = Q @ K.T  # (T_q, T_k)
         if got.shape == (T_k, T_q) and np.allclose(got, raw.T / np.sqrt(d_k)):
-            raise Mismatch(f"{what} has shape ({T_k}, {T_q}), one row per key: you multiplied K by the transpose "
-                           f"of Q. The rows are the queries: Q times the transpose of K, ({T_q}, {T_k})",
-                           "keys-as-rows")
+            raise Mismatch(
+                f"{what} has shape ({T_k}, {T_q}), one row per key: you multiplied K by the transpose "
+                f"of Q. The rows are the queries: Q times the transpose of K, ({T_q}, {T_k})",
+                "keys-as-rows",
+            )
         cases.append((got, raw, what, T_q, T_k, d_k))
     _name_the_divisor(cases)
     for got, raw, what, _, _, d_k in cases:
-        if got.shape == raw.shape and not np.iscomplexobj(got) and any(
-                np.allclose(got, softmax(raw / scale)) for scale in (np.sqrt(d_k), 1.0)):
-            raise Mismatch(f"{what}: your scores are already weights (each row sums to 1). Return the scaled scores "
-                           "themselves; the softmax comes after them, in attention", "softmax-applied")
+        if (
+            got.shape == raw.shape
+            and not np.iscomplexobj(got)
+            and any(np.allclose(got, softmax(raw / scale)) for scale in (np.sqrt(d_k), 1.0))
+        ):
+            raise Mismatch(
+                f"{what}: your scores are already weights (each row sums to 1). Return the scaled scores "
+                "themselves; the softmax comes after them, in attention",
+                "softmax-applied",
+            )
         expect_close(got, raw / np.sqrt(d_k), what)
-
-
-def _divisor(got, raw):
-    """The one number c with got = raw / c, or None when `got` is not the raw scores divided by one number."""
-    if got.shape != raw.shape or np.iscomplexobj(got) or not np.all(np.isfinite(got)):
-        return None
-    overlap = float(np.sum(raw * got))
-    if overlap <= 0:
-        return None
-    c = float(np.sum(raw * raw)) / overlap  # least squares
-    return c if np.allclose(got, raw / c, rtol=1e-4, atol=1e-6) else None
 
 
 def _name_the_divisor(cases):
@@ -197,7 +213,7 @@ def _name_the_divisor(cases):
 
     cases: (got, raw, what, T_q, T_k, d_k) per case; got and raw (T_q, T_k). A name must fit every case.
     """
-    divisors = [_divisor(got, raw) for got, raw, *_ in cases]
+    divisors = [scores_divisor(got, raw) for got, raw, *_ in cases]
     if None in divisors:
         return
     wrong = [i for i, (c, case) in enumerate(zip(divisors, cases, strict=True)) if not np.isclose(c, np.sqrt(case[5]))]
@@ -211,50 +227,77 @@ def _name_the_divisor(cases):
         return all(np.isclose(c_i, divisor(*case[3:])) for c_i, case in zip(divisors, cases, strict=True))
 
     if everywhere(lambda T_q, T_k, d_k: 1.0):
-        raise Mismatch(f"{what}: the scores are not scaled; divide every score by √d_k = {root:g}, so that their "
-                       "variance is about 1 whatever d_k is", "not-scaled")
+        raise Mismatch(
+            f"{what}: the scores are not scaled; divide every score by √d_k = {root:g}, so that their "
+            "variance is about 1 whatever d_k is",
+            "not-scaled",
+        )
     if everywhere(lambda T_q, T_k, d_k: d_k):
-        raise Mismatch(f"{what}: you divided the scores by d_k = {d_k}; divide by its square root, "
-                       f"√{d_k} = {root:g}. Dividing by d_k shrinks the scores' variance to 1/d_k "
-                       "instead of bringing it to 1", "divided-by-d-k")
+        raise Mismatch(
+            f"{what}: you divided the scores by d_k = {d_k}; divide by its square root, "
+            f"√{d_k} = {root:g}. Dividing by d_k shrinks the scores' variance to 1/d_k "
+            "instead of bringing it to 1",
+            "divided-by-d-k",
+        )
     if everywhere(lambda T_q, T_k, d_k: 1 / np.sqrt(d_k)):
-        raise Mismatch(f"{what}: you multiplied the scores by √d_k = {root:g}; divide them by it, so that their "
-                       "variance shrinks from d_k to about 1", "multiplied")
+        raise Mismatch(
+            f"{what}: you multiplied the scores by √d_k = {root:g}; divide them by it, so that their "
+            "variance shrinks from d_k to about 1",
+            "multiplied",
+        )
     if everywhere(lambda T_q, T_k, d_k: np.sqrt(T_q)):
-        raise Mismatch(f"{what}: you divided by √{T_q}, the square root of the number of queries (the rows of Q); "
-                       f"d_k = {d_k} is the length of each query and key vector, the size of the last axis",
-                       "number-of-queries")
+        raise Mismatch(
+            f"{what}: you divided by √{T_q}, the square root of the number of queries (the rows of Q); "
+            f"d_k = {d_k} is the length of each query and key vector, the size of the last axis",
+            "number-of-queries",
+        )
     if everywhere(lambda T_q, T_k, d_k: np.sqrt(T_k)):
-        raise Mismatch(f"{what}: you divided by √{T_k}, the square root of the number of keys (the rows of K); "
-                       f"d_k = {d_k} is the length of each query and key vector, the size of the last axis",
-                       "number-of-keys")
+        raise Mismatch(
+            f"{what}: you divided by √{T_k}, the square root of the number of keys (the rows of K); "
+            f"d_k = {d_k} is the length of each query and key vector, the size of the last axis",
+            "number-of-keys",
+        )
     if everywhere(lambda T_q, T_k, d_k: T_q):
-        raise Mismatch(f"{what}: you divided by {T_q}, the number of queries (the rows of Q); divide by √d_k, the "
-                       f"square root of the length of each query and key vector: √{d_k} = {root:g}",
-                       "number-of-queries")
+        raise Mismatch(
+            f"{what}: you divided by {T_q}, the number of queries (the rows of Q); divide by √d_k, the "
+            f"square root of the length of each query and key vector: √{d_k} = {root:g}",
+            "number-of-queries",
+        )
     if everywhere(lambda T_q, T_k, d_k: T_k):
-        raise Mismatch(f"{what}: you divided by {T_k}, the number of keys (the rows of K); divide by √d_k, the "
-                       f"square root of the length of each query and key vector: √{d_k} = {root:g}",
-                       "number-of-keys")
+        raise Mismatch(
+            f"{what}: you divided by {T_k}, the number of keys (the rows of K); divide by √d_k, the "
+            f"square root of the length of each query and key vector: √{d_k} = {root:g}",
+            "number-of-keys",
+        )
     if everywhere(lambda T_q, T_k, d_k: 2 * d_k):
-        raise Mismatch(f"{what}: you divided by {2 * d_k}, which is 2·d_k: a power of 1/2 written without brackets is "
-                       "read as d_k to the power 1, and the division by 2 then divides the scores once more (a power "
-                       f"comes before a division). Bracket the exponent, or take a square root: √{d_k} = {root:g}",
-                       "power-precedence")
+        raise Mismatch(
+            f"{what}: you divided by {2 * d_k}, which is 2·d_k: a power of 1/2 written without brackets is "
+            "read as d_k to the power 1, and the division by 2 then divides the scores once more (a power "
+            f"comes before a division). Bracket the exponent, or take a square root: √{d_k} = {root:g}",
+            "power-precedence",
+        )
     if everywhere(lambda T_q, T_k, d_k: d_k / 2):
-        raise Mismatch(f"{what}: you divided by {d_k / 2:g}, which is d_k/2: a power of 1/2 written without brackets "
-                       "is read as d_k to the power 1, then divided by 2 (a power comes before a division). Bracket "
-                       f"the exponent, or take a square root: √{d_k} = {root:g}", "power-precedence")
+        raise Mismatch(
+            f"{what}: you divided by {d_k / 2:g}, which is d_k/2: a power of 1/2 written without brackets "
+            "is read as d_k to the power 1, then divided by 2 (a power comes before a division). Bracket "
+            f"the exponent, or take a square root: √{d_k} = {root:g}",
+            "power-precedence",
+        )
     if np.allclose(divisors, divisors[0]):
-        raise Mismatch(f"{what}: you divided by {c:g} whatever the input; here d_k = {d_k}, so divide by "
-                       f"√{d_k} = {root:g}. Read d_k from the size of the inputs, so that the scaling "
-                       "follows it", "fixed-number")
+        raise Mismatch(
+            f"{what}: you divided by {c:g} whatever the input; here d_k = {d_k}, so divide by "
+            f"√{d_k} = {root:g}. Read d_k from the size of the inputs, so that the scaling "
+            "follows it",
+            "fixed-number",
+        )
     known = {  # other divisors seen, named after the fact
-        "the fourth root of d_k, a square root taken twice": lambda T_q, T_k, d_k: d_k ** 0.25,
+        "the fourth root of d_k, a square root taken twice": lambda T_q, T_k, d_k: d_k**0.25,
         "the square root of the number of entries of Q, T_q·d_k": lambda T_q, T_k, d_k: np.sqrt(T_q * d_k),
         "√(2·d_k)": lambda T_q, T_k, d_k: np.sqrt(2 * d_k),
     }
     which = next((f", {name}" for name, divisor in known.items() if everywhere(divisor)), "")
-    raise Mismatch(f"{what}: you divided every score by the same number, {c:.4g}{which}, not by √d_k = {root:g}. "
-                   f"d_k = {d_k} is the length of each query and key vector, the size of their last axis",
-                   "wrong-divisor")
+    raise Mismatch(
+        f"{what}: you divided every score by the same number, {c:.4g}{which}, not by √d_k = {root:g}. "
+        f"d_k = {d_k} is the length of each query and key vector, the size of their last axis",
+        "wrong-divisor",
+    )

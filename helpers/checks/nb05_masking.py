@@ -20,12 +20,12 @@ def _as_mask(got):
 @exercise(
     notebook="05_masking",
     hint="Give every query and every key its position, and compare the two: query i may see key j when j is at "
-         "most the query's position. Here the queries are the last T_q of the T_k positions, so query i sits at "
-         "position i + (T_k − T_q). np.arange gives a run of positions.",
+    "most the query's position. Here the queries are the last T_q of the T_k positions, so query i sits at "
+    "position i + (T_k − T_q). np.arange gives a run of positions.",
     hint2="Make a column of the T_q query positions, shape (T_q, 1), each moved on by T_k − T_q, and a row of the "
-          "T_k key positions, shape (1, T_k). Comparing the row with the column broadcasts to a (T_q, T_k) table of "
-          "True and False: use 'at most' (less than or equal), not 'less than', since a query may see itself. The "
-          "comparison already gives booleans, True = may attend.",
+    "T_k key positions, shape (1, T_k). Comparing the row with the column broadcasts to a (T_q, T_k) table of "
+    "True and False: use 'at most' (less than or equal), not 'less than', since a query may see itself. The "
+    "comparison already gives booleans, True = may attend.",
     solution="""
         def build_causal_mask(T_q, T_k):
             query_pos = np.arange(T_q)[:, None] + (T_k - T_q)  # (T_q, 1): the queries are the last T_q positions
@@ -76,41 +76,54 @@ def build_causal_mask(answer):
             return mask is not None and np.array_equal(mask, candidate) and not np.array_equal(candidate, expected)
 
         if gives(key_pos < query_pos):
-            raise Mismatch(f"{what} is False where the key sits at the query's own position, so no query may see "
-                           f"itself. A query may attend to every key up to and including its own position ({own}): "
-                           "itself and the past", "hides-diagonal")
+            raise Mismatch(
+                f"{what} is False where the key sits at the query's own position, so no query may see "
+                f"itself. A query may attend to every key up to and including its own position ({own}): "
+                "itself and the past",
+                "hides-diagonal",
+            )
         if gives(key_pos > query_pos):
-            raise Mismatch(f"{what} is True exactly where the key comes after the query, where attention must be "
-                           "blocked. In this workshop a mask's True means 'may attend' (some libraries use the "
-                           "opposite convention, True = blocked)", "true-means-blocked")
+            raise Mismatch(
+                f"{what} is True exactly where the key comes after the query, where attention must be "
+                "blocked. In this workshop a mask's True means 'may attend' (some libraries use the "
+                "opposite convention, True = blocked)",
+                "true-means-blocked",
+            )
         if gives(key_pos >= query_pos) or gives(np.triu(np.ones((T_q, T_k), bool))):
-            raise Mismatch(f"{what} is True on and above the diagonal: each query may see the keys after it (the "
-                           "future) but not the ones before it. Rows are queries and columns are keys; a query may see "
-                           f"the keys up to its own position ({own}), on and below the diagonal",
-                           "future-visible")
+            raise Mismatch(
+                f"{what} is True on and above the diagonal: each query may see the keys after it (the "
+                "future) but not the ones before it. Rows are queries and columns are keys; a query may see "
+                f"the keys up to its own position ({own}), on and below the diagonal",
+                "future-visible",
+            )
         if shift and gives(np.tril(np.ones((T_q, T_k), bool))):
-            raise Mismatch(f"{what} is right only for a square mask: here the {T_q} queries are the last {T_q} of "
-                           f"{T_k} positions, so query i sits at position i + {shift} and sees every key up to there",
-                           "square-only")
+            raise Mismatch(
+                f"{what} is right only for a square mask: here the {T_q} queries are the last {T_q} of "
+                f"{T_k} positions, so query i sits at position i + {shift} and sees every key up to there",
+                "square-only",
+            )
         if mask is not None and got.dtype != bool and np.array_equal(mask, expected):
-            raise Mismatch(f"{what} has its 1s and 0s in the right places, but as numbers (dtype {got.dtype}); a mask "
-                           "is a boolean array, True = may attend. The workshop's attention refuses a mask of "
-                           "numbers, and indexing the scores with a 0/1 array would pick rows 0 and 1 instead of "
-                           "the True entries", "int-mask")
+            raise Mismatch(
+                f"{what} has its 1s and 0s in the right places, but as numbers (dtype {got.dtype}); a mask "
+                "is a boolean array, True = may attend. The workshop's attention refuses a mask of "
+                "numbers, and indexing the scores with a 0/1 array would pick rows 0 and 1 instead of "
+                "the True entries",
+                "int-mask",
+            )
         expect_equal(got, expected, what)
 
 
 @exercise(
     notebook="05_masking",
     hint="Before the softmax, replace every blocked score by minus infinity, so that its exponential is exactly 0; "
-         "then take a stable softmax along each row (over the keys). A row whose keys are all blocked needs "
-         "care, since its max is minus infinity too. np.where chooses, entry by entry, between two arrays by a "
-         "mask.",
+    "then take a stable softmax along each row (over the keys). A row whose keys are all blocked needs "
+    "care, since its max is minus infinity too. np.where chooses, entry by entry, between two arrays by a "
+    "mask.",
     hint2="After the blocking, three steps, each along the last axis (the keys), keeping that axis so the result "
-          "broadcasts: the row max, which is −∞ for an all-blocked row and must be replaced there by 0 "
-          "(np.isfinite tells such rows apart); the exponentials of the scores minus that max; and their sum, "
-          "which is 0 in an all-blocked row, where you divide by 1 instead. Such a row then comes out all zeros, "
-          "not 0/0 = NaN.",
+    "broadcasts: the row max, which is −∞ for an all-blocked row and must be replaced there by 0 "
+    "(np.isfinite tells such rows apart); the exponentials of the scores minus that max; and their sum, "
+    "which is 0 in an all-blocked row, where you divide by 1 instead. Such a row then comes out all zeros, "
+    "not 0/0 = NaN.",
     solution="""
         def masked_softmax(scores, mask):
             scores = np.where(mask, scores, -np.inf)
@@ -179,15 +192,21 @@ def build_causal_mask(answer):
         """,
     },
     # the workshop's softmax already turns an all -inf row into zeros: that is the lesson, so write it
-    forbid=("helpers.softmax", "helpers.attention.softmax", "helpers.scaled_dot_product_attention",
-            "helpers.attention.scaled_dot_product_attention"),
+    forbid=(
+        "helpers.softmax",
+        "helpers.attention.softmax",
+        "helpers.scaled_dot_product_attention",
+        "helpers.attention.scaled_dot_product_attention",
+    ),
 )
 def masked_softmax(answer):
     rng = check_rng()
     base = rng.normal(size=(4, 4)) * 2
     causal = np.tril(np.ones((4, 4), dtype=bool))
-    for scores, what in ((base, "masked_softmax(scores, causal mask) for 4 tokens"),
-                         (base * 500, "masked_softmax(scores, causal mask) on scores of size about 1000")):
+    for scores, what in (
+        (base, "masked_softmax(scores, causal mask) for 4 tokens"),
+        (base * 500, "masked_softmax(scores, causal mask) on scores of size about 1000"),
+    ):
         got = as_array(call(answer, scores, causal), what)
         expected = masked_softmax_loop(scores, causal)
         if got.shape == scores.shape and not np.iscomplexobj(got):
@@ -199,14 +218,20 @@ def masked_softmax(answer):
     got = as_array(call(answer, batch, keys), what)
     if got.shape == batch.shape and not np.iscomplexobj(got):
         if np.all(np.isnan(got[1])):
-            raise Mismatch(f"{what}: the rows of sentence 1, whose keys are all masked, are NaN. Their max is −∞, and "
-                           "−∞ − (−∞) is NaN (without the shift, 0/0 is). Such a row must come out all zeros: shift "
-                           "it by 0 instead of by its max, and divide by 1 where the row sums to 0", "all-masked-nan")
+            raise Mismatch(
+                f"{what}: the rows of sentence 1, whose keys are all masked, are NaN. Their max is −∞, and "
+                "−∞ − (−∞) is NaN (without the shift, 0/0 is). Such a row must come out all zeros: shift "
+                "it by 0 instead of by its max, and divide by 1 where the row sums to 0",
+                "all-masked-nan",
+            )
         if np.allclose(got[1], 0.25):
-            raise Mismatch(f"{what}: the rows of sentence 1, whose keys are all masked, came out uniform, 0.25 on each "
-                           "of the 4 keys it must not see. That is what a finite fill such as −1e9 gives: every score "
-                           "of the row becomes the same number. A query that may see nothing must get all zeros: "
-                           "block with −∞ and treat the all-blocked row apart", "finite-fill")
+            raise Mismatch(
+                f"{what}: the rows of sentence 1, whose keys are all masked, came out uniform, 0.25 on each "
+                "of the 4 keys it must not see. That is what a finite fill such as −1e9 gives: every score "
+                "of the row becomes the same number. A query that may see nothing must get all zeros: "
+                "block with −∞ and treat the all-blocked row apart",
+                "finite-fill",
+            )
     expect_close(got, masked_softmax_loop(batch, keys), f"{what} (its rows must be all zeros)")
 
 
@@ -222,30 +247,42 @@ def _name_a_leak(got, scores, mask, expected, what):
     empty = [int(i) for i in np.flatnonzero(~renormalised.any(axis=-1) & mask.any(axis=-1))]  # allowed keys, all 0
     if empty and np.allclose(np.nan_to_num(got), renormalised) and not np.allclose(renormalised, expected):
         listed = ", ".join(map(str, empty[:-1])) + (" and " if len(empty) > 1 else "") + str(empty[-1])
-        raise Mismatch(f"{what}: row{'s' if len(empty) > 1 else ''} {listed} came out all zeros. Your row max "
-                       "included the blocked keys, so where a blocked key's score is far above every allowed one, "
-                       "the allowed keys' exponentials, e^(s − max), underflowed to 0. Block the scores (−∞) before "
-                       "taking the max, so that the max is over the allowed keys only",
-                       "max-over-blocked")
+        raise Mismatch(
+            f"{what}: row{'s' if len(empty) > 1 else ''} {listed} came out all zeros. Your row max "
+            "included the blocked keys, so where a blocked key's score is far above every allowed one, "
+            "the allowed keys' exponentials, e^(s − max), underflowed to 0. Block the scores (−∞) before "
+            "taking the max, so that the max is over the allowed keys only",
+            "max-over-blocked",
+        )
     if gives(softmax(scores) * mask):
         sums = got.sum(axis=-1)
-        raise Mismatch(f"{what}: the blocked keys got 0, but the rows no longer sum to 1 (row 0 sums to "
-                       f"{float(sums[0]):.3g}): you masked the weights after the softmax, so the blocked keys' share "
-                       "was thrown away instead of shared among the allowed keys. Block the scores before the "
-                       "softmax", "after-softmax")
+        raise Mismatch(
+            f"{what}: the blocked keys got 0, but the rows no longer sum to 1 (row 0 sums to "
+            f"{float(sums[0]):.3g}): you masked the weights after the softmax, so the blocked keys' share "
+            "was thrown away instead of shared among the allowed keys. Block the scores before the "
+            "softmax",
+            "after-softmax",
+        )
     inverted = masked_softmax_loop(scores, ~mask)  # (T_q, T_k); zero where every key is allowed
     rows = (~mask).any(axis=-1)  # the rows where the inverted mask allows something
     if rows.any() and not np.allclose(inverted, expected) and np.allclose(got[rows], inverted[rows]):
-        raise Mismatch(f"{what}: your weights fall on exactly the keys the mask blocks, and the allowed keys get 0. "
-                       "In this workshop a mask's True means 'may attend' (some libraries use the opposite "
-                       "convention, True = blocked)", "true-means-blocked")
+        raise Mismatch(
+            f"{what}: your weights fall on exactly the keys the mask blocks, and the allowed keys get 0. "
+            "In this workshop a mask's True means 'may attend' (some libraries use the opposite "
+            "convention, True = blocked)",
+            "true-means-blocked",
+        )
     if gives(softmax(np.where(mask, scores, 0.0))):
-        raise Mismatch(f"{what}: the blocked keys got weights up to {float(np.abs(got[~mask]).max()):.3g}: you set "
-                       "their scores to 0 (multiplying the scores by the mask does the same), an ordinary score "
-                       "whose exponential is 1. A blocked score must be −∞, whose exponential is exactly 0",
-                       "zero-fill")
+        raise Mismatch(
+            f"{what}: the blocked keys got weights up to {float(np.abs(got[~mask]).max()):.3g}: you set "
+            "their scores to 0 (multiplying the scores by the mask does the same), an ordinary score "
+            "whose exponential is 1. A blocked score must be −∞, whose exponential is exactly 0",
+            "zero-fill",
+        )
     row_softmax_mistakes(got, scores, what, mask=mask)  # wrong axis, whole matrix, NaN, keepdims, rows not normalised
     if np.any(got[~mask] != 0):
-        raise Mismatch(f"{what}: a blocked key got weight {float(np.abs(got[~mask]).max()):.3g}. Every key where "
-                       "the mask is False must get exactly 0: its score becomes −∞ before the softmax",
-                       "masked-keys-weighted")
+        raise Mismatch(
+            f"{what}: a blocked key got weight {float(np.abs(got[~mask]).max()):.3g}. Every key where "
+            "the mask is False must get exactly 0: its score becomes −∞ before the softmax",
+            "masked-keys-weighted",
+        )

@@ -9,19 +9,23 @@ from helpers.checks._reference import multihead_loop
 
 def _is(got, candidate, expected):
     """True when `got` is `candidate` (shape and values) and `candidate` is not the right answer here."""
-    return (got.shape == candidate.shape and not np.iscomplexobj(got) and np.allclose(got, candidate)
-            and not (candidate.shape == expected.shape and np.allclose(candidate, expected)))
+    return (
+        got.shape == candidate.shape
+        and not np.iscomplexobj(got)
+        and np.allclose(got, candidate)
+        and not (candidate.shape == expected.shape and np.allclose(candidate, expected))
+    )
 
 
 @exercise(
     notebook="06_multi_head_attention",
     hint="Head i owns a block of d_head neighbouring columns of every token. Cut the last axis into two, (heads, "
-         "d_head), then bring the heads axis in front of the tokens axis; np.swapaxes exchanges two axes, and "
-         "counting axes from the end works whatever the number of leading axes.",
+    "d_head), then bring the heads axis in front of the tokens axis; np.swapaxes exchanges two axes, and "
+    "counting axes from the end works whatever the number of leading axes.",
     hint2="From X of shape (..., T, d_model): a reshape that keeps the leading axes and T and cuts the last axis "
-          "gives (..., T, h, d_head), token by token; exchanging the third-last and the second-last axes then "
-          "gives (..., h, T, d_head). A single reshape straight to (..., h, T, d_head) keeps the numbers in "
-          "memory order, so it mixes tokens into heads.",
+    "gives (..., T, h, d_head), token by token; exchanging the third-last and the second-last axes then "
+    "gives (..., h, T, d_head). A single reshape straight to (..., h, T, d_head) keeps the numbers in "
+    "memory order, so it mixes tokens into heads.",
     solution="""
         def split_heads_batched(X, n_heads):
             *batch, T, d_model = X.shape
@@ -77,53 +81,75 @@ def split_heads_batched(answer):
         X = rng.normal(size=shape)
         *batch, T, d_model = shape
         d_head = d_model // n_heads
-        expected = np.stack([X[..., i * d_head:(i + 1) * d_head] for i in range(n_heads)], axis=-3)
+        expected = np.stack([X[..., i * d_head : (i + 1) * d_head] for i in range(n_heads)], axis=-3)
         what = f"split_heads_batched(X of shape {shape}, n_heads={n_heads})"
         got = as_array(call(answer, X, n_heads), what)
         by_token = X.reshape(*batch, T, n_heads, d_head)  # (..., T, h, d_head)
         if _is(got, X.reshape(*batch, n_heads, T, d_head), expected):
-            raise Mismatch(f"{what} has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens "
-                           "into heads: it fills head 0 with the first tokens' numbers in memory order, so a row of a "
-                           "head holds pieces of several tokens. Cut each token's columns into (h, d_head) first, "
-                           "then move the heads axis in front of the tokens", "plain-reshape")
+            raise Mismatch(
+                f"{what} has the right shape, but a reshape straight to (..., h, T, d_head) mixes tokens "
+                "into heads: it fills head 0 with the first tokens' numbers in memory order, so a row of a "
+                "head holds pieces of several tokens. Cut each token's columns into (h, d_head) first, "
+                "then move the heads axis in front of the tokens",
+                "plain-reshape",
+            )
         if _is(got, by_token, expected):
-            raise Mismatch(f"{what} has shape {got.shape}, (..., T, h, d_head): each token's columns are cut into "
-                           "heads, but the heads axis still comes after the tokens. Exchange the tokens axis and the "
-                           "heads axis, to get (..., h, T, d_head)", "no-swap")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, (..., T, h, d_head): each token's columns are cut into "
+                "heads, but the heads axis still comes after the tokens. Exchange the tokens axis and the "
+                "heads axis, to get (..., h, T, d_head)",
+                "no-swap",
+            )
         if _is(got, np.swapaxes(by_token, -2, -1), expected):
-            raise Mismatch(f"{what} has shape {got.shape}, (..., T, d_head, h): you exchanged the last two axes, the "
-                           "heads and d_head. The heads axis goes in front of the tokens: exchange the tokens axis and "
-                           "the heads axis (the third-last and the second-last), to get (..., h, T, d_head)",
-                           "last-two-axes")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, (..., T, d_head, h): you exchanged the last two axes, the "
+                "heads and d_head. The heads axis goes in front of the tokens: exchange the tokens axis and "
+                "the heads axis (the third-last and the second-last), to get (..., h, T, d_head)",
+                "last-two-axes",
+            )
         if batch and _is(got, np.moveaxis(by_token, -2, 0), expected):
-            raise Mismatch(f"{what} has shape {got.shape}: the heads axis came first, in front of the leading axes "
-                           f"{tuple(batch)}. It goes just before the tokens, after every leading axis: (..., h, T, "
-                           "d_head)", "heads-first")
+            raise Mismatch(
+                f"{what} has shape {got.shape}: the heads axis came first, in front of the leading axes "
+                f"{tuple(batch)}. It goes just before the tokens, after every leading axis: (..., h, T, "
+                "d_head)",
+                "heads-first",
+            )
         lost = got.shape[:-3] != tuple(batch) and got.shape[-3:] == expected.shape[-3:] and got.size == X.size
         if lost and not np.iscomplexobj(got) and np.allclose(got.reshape(expected.shape), expected):
             came_back = f"the leading axes {tuple(batch)} came back as" if batch else "X has no leading axes, yet got"
-            raise Mismatch(f"{what} has shape {got.shape}: the heads are right, but {came_back} {got.shape[:-3]}. "
-                           "Keep every leading axis as it is, whatever their number: (..., h, T, d_head)",
-                           "leading-axes-merged")
+            raise Mismatch(
+                f"{what} has shape {got.shape}: the heads are right, but {came_back} {got.shape[:-3]}. "
+                "Keep every leading axis as it is, whatever their number: (..., h, T, d_head)",
+                "leading-axes-merged",
+            )
         if len(batch) >= 2 and _is(got, np.swapaxes(by_token, 1, 2), expected):
-            raise Mismatch(f"{what} has shape {got.shape}, expected {expected.shape}: you exchanged the second and "
-                           "third axes counted from the front, which are the tokens and heads axes only when there is "
-                           f"exactly one leading axis, and this X has {len(batch)} leading axes. Count from the end, "
-                           "the third-last and second-last, so it works for any number", "front-axes")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, expected {expected.shape}: you exchanged the second and "
+                "third axes counted from the front, which are the tokens and heads axes only when there is "
+                f"exactly one leading axis, and this X has {len(batch)} leading axes. Count from the end, "
+                "the third-last and second-last, so it works for any number",
+                "front-axes",
+            )
         if not np.iscomplexobj(got):
-            same_numbers_other_order(got, expected, what, "head i takes d_head neighbouring columns of each token "
-                                     "(head 0 the first d_head columns, head 1 the next d_head), and the tokens keep "
-                                     "their order", "wrong-places")
+            same_numbers_other_order(
+                got,
+                expected,
+                what,
+                "head i takes d_head neighbouring columns of each token "
+                "(head 0 the first d_head columns, head 1 the next d_head), and the tokens keep "
+                "their order",
+                "wrong-places",
+            )
         expect_close(got, expected, what)
 
 
 @exercise(
     notebook="06_multi_head_attention",
     hint="Undo the split in reverse order: bring the tokens axis back in front of the heads axis (np.swapaxes), "
-         "then join the last two axes into one of width h·d_head.",
+    "then join the last two axes into one of width h·d_head.",
     hint2="From H of shape (..., h, T, d_head): exchanging the third-last and second-last axes gives (..., T, h, "
-          "d_head), each token with its h pieces; a reshape that keeps the leading axes and T and joins the last "
-          "two gives (..., T, h·d_head), head 0's columns first. Do not add the heads up: they sit side by side.",
+    "d_head), each token with its h pieces; a reshape that keeps the leading axes and T and joins the last "
+    "two gives (..., T, h·d_head), head 0's columns first. Do not add the heads up: they sit side by side.",
     solution="""
         def merge_heads_batched(H):
             *batch, n_heads, T, d_head = H.shape
@@ -176,37 +202,60 @@ def merge_heads_batched(answer):
         what = f"merge_heads_batched(H of shape {shape})"
         got = as_array(call(answer, H), what)
         if _is(got, H.reshape(*batch, T, n_heads * d_head), expected):
-            raise Mismatch(f"{what} has the right shape, but a reshape alone keeps the numbers in memory order: "
-                           "each row of your result holds consecutive tokens of one head, side by side. Bring the "
-                           "tokens axis in front of the heads axis first, (..., T, h, d_head), then join the last "
-                           "two", "plain-reshape")
+            raise Mismatch(
+                f"{what} has the right shape, but a reshape alone keeps the numbers in memory order: "
+                "each row of your result holds consecutive tokens of one head, side by side. Bring the "
+                "tokens axis in front of the heads axis first, (..., T, h, d_head), then join the last "
+                "two",
+                "plain-reshape",
+            )
         if _is(got, np.swapaxes(H, -3, -2), expected):
-            raise Mismatch(f"{what} has shape {got.shape}, (..., T, h, d_head): the tokens are back in front of the "
-                           f"heads, but each token still has its {n_heads} pieces on separate rows. Join the last two "
-                           f"axes into one of width h·d_head = {n_heads * d_head}", "not-joined")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, (..., T, h, d_head): the tokens are back in front of the "
+                f"heads, but each token still has its {n_heads} pieces on separate rows. Join the last two "
+                f"axes into one of width h·d_head = {n_heads * d_head}",
+                "not-joined",
+            )
         if _is(got, H.sum(axis=-3), expected) or _is(got, H.mean(axis=-3), expected):
-            raise Mismatch(f"{what} has shape {got.shape}, (..., T, d_head): you added the heads up (or averaged "
-                           f"them). Merging puts them side by side, (..., T, h·d_head) = (..., {T}, "
-                           f"{n_heads * d_head}); the sum over heads appears only once the output projection has been "
-                           "applied", "heads-added")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, (..., T, d_head): you added the heads up (or averaged "
+                f"them). Merging puts them side by side, (..., T, h·d_head) = (..., {T}, "
+                f"{n_heads * d_head}); the sum over heads appears only once the output projection has been "
+                "applied",
+                "heads-added",
+            )
         if _is(got, np.swapaxes(H, -2, -1).reshape(*batch, T, n_heads * d_head), expected):
-            raise Mismatch(f"{what}: you exchanged the last two axes, the tokens and d_head, before joining, so each "
-                           "row of your result holds numbers of several tokens. The axes to exchange are the heads "
-                           "and the tokens (the third-last and the second-last), which gives (..., T, h, d_head); "
-                           "then join the last two", "last-two-axes")
+            raise Mismatch(
+                f"{what}: you exchanged the last two axes, the tokens and d_head, before joining, so each "
+                "row of your result holds numbers of several tokens. The axes to exchange are the heads "
+                "and the tokens (the third-last and the second-last), which gives (..., T, h, d_head); "
+                "then join the last two",
+                "last-two-axes",
+            )
         if batch and _is(got, np.concatenate(H, axis=-1), expected):
-            raise Mismatch(f"{what} has shape {got.shape}: you joined the pieces along the first axis, which is the "
-                           f"heads axis only when H has no leading axes; here it is a leading axis of size {shape[0]}. "
-                           "Join the heads, the third-last axis, side by side", "first-axis")
+            raise Mismatch(
+                f"{what} has shape {got.shape}: you joined the pieces along the first axis, which is the "
+                f"heads axis only when H has no leading axes; here it is a leading axis of size {shape[0]}. "
+                "Join the heads, the third-last axis, side by side",
+                "first-axis",
+            )
         if len(batch) >= 2 and _is(got, np.swapaxes(H, 1, 2).reshape(*batch, T, n_heads * d_head), expected):
-            raise Mismatch(f"{what}: you exchanged the second and third axes counted from the front, which are the "
-                           "heads and tokens axes only when there is exactly one leading axis, and this H has "
-                           f"{len(batch)} leading axes. Count from the end, the third-last and second-last, so it "
-                           "works for any number", "front-axes")
+            raise Mismatch(
+                f"{what}: you exchanged the second and third axes counted from the front, which are the "
+                "heads and tokens axes only when there is exactly one leading axis, and this H has "
+                f"{len(batch)} leading axes. Count from the end, the third-last and second-last, so it "
+                "works for any number",
+                "front-axes",
+            )
         if not np.iscomplexobj(got):
-            same_numbers_other_order(got, expected, what, "each token's row holds head 0's d_head numbers, then head "
-                                     "1's, and so on: whole heads side by side, the tokens in their order",
-                                     "wrong-places")
+            same_numbers_other_order(
+                got,
+                expected,
+                what,
+                "each token's row holds head 0's d_head numbers, then head "
+                "1's, and so on: whole heads side by side, the tokens in their order",
+                "wrong-places",
+            )
         expect_close(got, expected, what)
 
 
@@ -231,37 +280,49 @@ _CROSS_SOLUTION = """
 @exercise(
     notebook="06_multi_head_attention",
     hint="The same steps as multi-head self-attention, except that the queries are projected from x and the keys "
-         "and values from context. Each head's scores are divided by √d_head, blocked scores become −∞ before the "
-         "softmax, and the merged heads are multiplied by W_o. np.einsum can run every head at once.",
+    "and values from context. Each head's scores are divided by √d_head, blocked scores become −∞ before the "
+    "softmax, and the merged heads are multiplied by W_o. np.einsum can run every head at once.",
     hint2="x·W_q is (T_q, d_model); context·W_k and context·W_v are (T_k, d_model). Split each into heads, "
-          "(h, T, d_head), as in exercise 1; each head's scores are (h, T_q, T_k), divided by √d_head where "
-          "d_head = d_model / h (not √d_model). Where the mask is False the score becomes −∞, then a softmax over "
-          "the keys (the last axis), the weights times the values, (h, T_q, d_head), the heads merged back to "
-          "(T_q, d_model), and finally the product with W_o, (d_model, d_model).",
+    "(h, T, d_head), as in exercise 1; each head's scores are (h, T_q, T_k), divided by √d_head where "
+    "d_head = d_model / h (not √d_model). Where the mask is False the score becomes −∞, then a softmax over "
+    "the keys (the last axis), the weights times the values, (h, T_q, d_head), the heads merged back to "
+    "(T_q, d_model), and finally the product with W_o, (d_model, d_model).",
     solution=_CROSS_SOLUTION,
     mistakes={  # each the solution with one mistake put in
-        "keys-from-x": edited(_CROSS_SOLUTION,
-                              ("split(context @ W_k), split(context @ W_v)", "split(x @ W_k), split(x @ W_v)")),
-        "no-output-projection": edited(_CROSS_SOLUTION,
-                                       (".reshape(x.shape[0], -1) @ W_o", ".reshape(x.shape[0], -1)")),
+        "keys-from-x": edited(
+            _CROSS_SOLUTION, ("split(context @ W_k), split(context @ W_v)", "split(x @ W_k), split(x @ W_v)")
+        ),
+        "no-output-projection": edited(_CROSS_SOLUTION, (".reshape(x.shape[0], -1) @ W_o", ".reshape(x.shape[0], -1)")),
         "scaled-by-d-model": edited(_CROSS_SOLUTION, ("/ np.sqrt(d_head)", "/ np.sqrt(W_q.shape[1])")),
         "not-scaled": edited(_CROSS_SOLUTION, ("/ np.sqrt(d_head)", "")),
         "mask-ignored": edited(_CROSS_SOLUTION, ("if mask is not None:", "if False:")),
-        "tokens-mixed": edited(_CROSS_SOLUTION,   # a plain reshape to split, and its inverse to merge
+        "tokens-mixed": edited(
+            _CROSS_SOLUTION,  # a plain reshape to split, and its inverse to merge
             ("M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)", "M.reshape(n_heads, M.shape[0], d_head)"),
-            ("heads.transpose(1, 0, 2).reshape(x.shape[0], -1)", "heads.reshape(x.shape[0], -1)")),
-        "mask-none": edited(_CROSS_SOLUTION,  # np.where on None: every score blocked
-                            ("if mask is not None:\n                scores = np.where", "scores = np.where")),
-        "queries-from-context": edited(_CROSS_SOLUTION,
-                                       ("split(x @ W_q), split(context @ W_k), split(context @ W_v)",
-                                        "split(context @ W_q), split(x @ W_k), split(x @ W_v)"),
-                                       (".reshape(x.shape[0], -1)", ".reshape(context.shape[0], -1)")),
-        "wrong-axis": edited(_CROSS_SOLUTION, ("max(axis=-1, keepdims=True)", "max(axis=-2, keepdims=True)"),
-                             ("sum(axis=-1, keepdims=True)", "sum(axis=-2, keepdims=True)")),
+            ("heads.transpose(1, 0, 2).reshape(x.shape[0], -1)", "heads.reshape(x.shape[0], -1)"),
+        ),
+        "mask-none": edited(
+            _CROSS_SOLUTION,  # np.where on None: every score blocked
+            ("if mask is not None:\n                scores = np.where", "scores = np.where"),
+        ),
+        "queries-from-context": edited(
+            _CROSS_SOLUTION,
+            (
+                "split(x @ W_q), split(context @ W_k), split(context @ W_v)",
+                "split(context @ W_q), split(x @ W_k), split(x @ W_v)",
+            ),
+            (".reshape(x.shape[0], -1)", ".reshape(context.shape[0], -1)"),
+        ),
+        "wrong-axis": edited(
+            _CROSS_SOLUTION,
+            ("max(axis=-1, keepdims=True)", "max(axis=-2, keepdims=True)"),
+            ("sum(axis=-1, keepdims=True)", "sum(axis=-2, keepdims=True)"),
+        ),
         "scaled-by-d-head": edited(_CROSS_SOLUTION, ("/ np.sqrt(d_head)", "/ d_head")),
         "one-head": edited(_CROSS_SOLUTION, ("M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)", "M[None]")),
-        "true-means-blocked": edited(_CROSS_SOLUTION, ("np.where(mask, scores, -np.inf)",
-                                                       "np.where(mask, -np.inf, scores)")),
+        "true-means-blocked": edited(
+            _CROSS_SOLUTION, ("np.where(mask, scores, -np.inf)", "np.where(mask, -np.inf, scores)")
+        ),
     },
     forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention"),
 )
@@ -273,18 +334,23 @@ def multi_head_cross_attention(answer):
         W_q, W_k, W_v, W_o = (rng.normal(size=(d_model, d_model)) for _ in range(4))
         weights = (x, context, W_q, W_k, W_v, W_o, n_heads)
         masked = "a (3, 5) causal mask" if mask is not None else "no mask"
-        what = (f"multi_head_cross_attention for x (3, {d_model}), context (5, {d_model}), n_heads={n_heads}, "
-                f"{masked}")
+        what = f"multi_head_cross_attention for x (3, {d_model}), context (5, {d_model}), n_heads={n_heads}, {masked}"
         got = as_array(call(answer, *weights, mask), what)
         expected = multihead_loop(*weights, mask)
         if _is(got, multihead_loop(x, x, *weights[2:]), expected):
-            raise Mismatch(f"{what}: your keys and values come from x, so this is self-attention. In cross-attention "
-                           "only the queries come from x (3 tokens); the keys and values come from context (5 "
-                           "tokens), so the weights are (h, 3, 5)", "keys-from-x")
+            raise Mismatch(
+                f"{what}: your keys and values come from x, so this is self-attention. In cross-attention "
+                "only the queries come from x (3 tokens); the keys and values come from context (5 "
+                "tokens), so the weights are (h, 3, 5)",
+                "keys-from-x",
+            )
         if mask is None and _is(got, multihead_loop(context, x, *weights[2:]), expected):
-            raise Mismatch(f"{what} has shape {got.shape}, one row per token of context: your queries come from "
-                           "context and the keys and values from x. In cross-attention the queries come from x (3 "
-                           f"tokens), so the output has one row per token of x, (3, {d_model})", "queries-from-context")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, one row per token of context: your queries come from "
+                "context and the keys and values from x. In cross-attention the queries come from x (3 "
+                f"tokens), so the output has one row per token of x, (3, {d_model})",
+                "queries-from-context",
+            )
         multihead_mistakes(got, expected, weights, mask, what)  # scaling, heads, mask, softmax axis, W_o
         if mask is None and not (got.shape == expected.shape and np.allclose(got, expected)):
             none_mask_mistakes(answer, weights, got, expected, what)

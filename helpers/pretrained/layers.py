@@ -10,6 +10,8 @@ import numpy as np
 
 from helpers._validate import as_float_array
 
+__all__ = ["ERF_CLIP", "ERF_P", "ERF_Q", "rational_erf", "erf", "gelu", "layer_norm"]
+
 # erf(x) ~ x P(x^2) / Q(x^2) on |x| <= ERF_CLIP, lowest degree first; fitted by benchmarks/fit_erf.py.
 # Evaluated in float32: largest error against math.erf 3.4e-7 (tests/test_pretrained.py).
 ERF_CLIP = 3.9  # erf(3.9) = 1 - 3.5e-8: beyond it float32 cannot tell erf from +-1
@@ -51,7 +53,7 @@ def _blockwise(f, x, block=1 << 15):
     flat = x.reshape(-1)  # (n,)
     out = np.empty_like(flat)
     for start in range(0, flat.size, block):
-        out[start:start + block] = f(flat[start:start + block])
+        out[start : start + block] = f(flat[start : start + block])
     return out.reshape(x.shape)
 
 
@@ -65,7 +67,6 @@ def erf(x):
     float32 (and narrower) input: a rational approximation, vectorised, max error 3.4e-7.
     float64 input: math.erf on every element (exact, about 100x slower).
     Shapes: (...) -> (...), same dtype.
-    Taught in 09_attention_in_a_real_model.
     """
     x = as_float_array(x, "x")
     if x.dtype == np.float64:
@@ -86,7 +87,6 @@ def gelu(x):
     """The exact GELU, x * Phi(x) = x/2 * (1 + erf(x / sqrt 2)) (not the tanh approximation).
 
     Shapes: (...) -> (...), same dtype.
-    Taught in 09_attention_in_a_real_model.
     """
     return _blockwise(_gelu, as_float_array(x, "x"))
 
@@ -95,7 +95,6 @@ def layer_norm(x, gamma, beta, eps=1e-12):
     """Normalise each row to mean 0 and variance 1, then scale by gamma and shift by beta.
 
     Shapes: x (..., d), gamma (d,), beta (d,) -> (..., d).
-    Taught in 09_attention_in_a_real_model.
     """
     centred = x - x.mean(axis=-1, keepdims=True)  # (..., d)
     variance = np.mean(centred * centred, axis=-1, keepdims=True)  # (..., 1)

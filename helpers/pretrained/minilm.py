@@ -10,6 +10,8 @@ import numpy as np
 from helpers.multihead import MultiHeadAttention
 from helpers.pretrained.layers import gelu, layer_norm
 
+__all__ = ["Output", "MiniLM"]
+
 
 class Output(NamedTuple):
     """What MiniLM.run returns for n texts padded to T tokens (the longest text's count)."""
@@ -25,7 +27,6 @@ class MiniLM:
 
     Every layer's self-attention is a helpers.MultiHeadAttention holding the real weights.
     Use load_minilm() to get one.
-    Taught in 09_attention_in_a_real_model.
     """
 
     n_layers, n_heads, d_model = 6, 12, 384
@@ -48,14 +49,19 @@ class MiniLM:
             return np.ascontiguousarray(get(name).T)
 
         parts = [f"{prefix}attention.{name}" for name in ("self.query", "self.key", "self.value", "output.dense")]
-        attention = MultiHeadAttention.from_weights(*(weight(f"{part}.weight") for part in parts), self.n_heads,
-                                                    biases=[get(f"{part}.bias") for part in parts])
+        attention = MultiHeadAttention.from_weights(
+            *(weight(f"{part}.weight") for part in parts), self.n_heads, biases=[get(f"{part}.bias") for part in parts]
+        )
         return {
             "attention": attention,
-            "attention_norm": (get(f"{prefix}attention.output.LayerNorm.weight"),
-                               get(f"{prefix}attention.output.LayerNorm.bias")),
-            "W_1": weight(f"{prefix}intermediate.dense.weight"), "b_1": get(f"{prefix}intermediate.dense.bias"),
-            "W_2": weight(f"{prefix}output.dense.weight"), "b_2": get(f"{prefix}output.dense.bias"),
+            "attention_norm": (
+                get(f"{prefix}attention.output.LayerNorm.weight"),
+                get(f"{prefix}attention.output.LayerNorm.bias"),
+            ),
+            "W_1": weight(f"{prefix}intermediate.dense.weight"),
+            "b_1": get(f"{prefix}intermediate.dense.bias"),
+            "W_2": weight(f"{prefix}output.dense.weight"),
+            "b_2": get(f"{prefix}output.dense.bias"),
             "output_norm": (get(f"{prefix}output.LayerNorm.weight"), get(f"{prefix}output.LayerNorm.bias")),
         }
 
@@ -85,24 +91,38 @@ class MiniLM:
         real = np.arange(T) < np.array([len(e.ids) for e in encodings])[:, None]  # (1, T) < (n, 1) -> (n, T)
         return [e.tokens for e in encodings], ids, real
 
-    def _check_head_mask(self, head_mask):
-        if head_mask is None:
+    def check_head_mask(self, head_mask, name="head_mask", groups=False):
+        """head_mask as a bool array, True = keep the head (None keeps every head); or g of them with groups=True.
+
+        What run and encode (and heads.masked_embeddings, with groups) accept, with one message for any other.
+        Shapes: (6, 12) bool or None -> (6, 12) bool; with groups, (g, 6, 12) bool -> (g, 6, 12).
+        """
+        if head_mask is None and not groups:
             return np.ones((self.n_layers, self.n_heads), dtype=bool)
         head_mask = np.asarray(head_mask)
-        if head_mask.dtype != bool or head_mask.shape != (self.n_layers, self.n_heads):
-            raise ValueError(f"head_mask must be a bool array of shape ({self.n_layers}, {self.n_heads}) "
-                             f"(True = keep the head), got {head_mask.dtype} {head_mask.shape}")
+        lead = head_mask.shape[:1] if groups else ()  # (g,): the groups
+        if head_mask.dtype != bool or head_mask.shape != lead + (self.n_layers, self.n_heads):
+            shape = f"({'g, ' if groups else ''}{self.n_layers}, {self.n_heads})"
+            raise ValueError(
+                f"{name} must be a bool array of shape {shape} (True = keep the head), "
+                f"got {head_mask.dtype} {head_mask.shape}"
+            )
         return head_mask
 
-    def _check_replace(self, replace):
-        """replace as one (12, 384) array or None per layer."""
+    def check_replace(self, replace):
+        """What switched-off heads add instead (run, encode, heads' ablations), as one array or None per layer.
+
+        Shapes: replace (6, 12, 384) floats, or None (nothing: zero-ablation) -> 6 arrays (12, 384), or 6 Nones.
+        """
         if replace is None:
             return [None] * self.n_layers
         replace = np.asarray(replace)
         shape = (self.n_layers, self.n_heads, self.d_model)
         if replace.shape != shape or not np.issubdtype(replace.dtype, np.floating):
-            raise ValueError(f"replace must be floats of shape ({self.n_layers}, {self.n_heads}, {self.d_model}) "
-                             f"(what each switched-off head gives instead), got {replace.dtype} {replace.shape}")
+            raise ValueError(
+                f"replace must be floats of shape ({self.n_layers}, {self.n_heads}, {self.d_model}) "
+                f"(what each switched-off head gives instead), got {replace.dtype} {replace.shape}"
+            )
         return list(replace.astype(self.dtype, copy=False))
 
     def embed(self, ids, real):
@@ -147,9 +167,8 @@ class MiniLM:
         weights are all zero and it adds nothing (05's fully masked rows). So are padded rows.
         replace (6, 12, 384): what each switched-off head adds instead, at every token (None: nothing).
         Shapes: n texts -> Output(tokens, states (n, 7, T, 384), weights (n, 6, 12, T, T), real (n, T)).
-        Taught in 09_attention_in_a_real_model.
         """
-        head_mask, replace = self._check_head_mask(head_mask), self._check_replace(replace)
+        head_mask, replace = self.check_head_mask(head_mask), self.check_replace(replace)
         tokens, ids, real = self.batch(texts)
         h = self.embed(ids, real)  # (n, T, 384)
         states, weights = [h], []
@@ -182,14 +201,13 @@ class MiniLM:
         Sentences of similar length are batched together, batch_size at a time.
         head_mask and replace: heads switched off, and what they add instead, as in run().
         Shapes: a list of n strings (or one string) -> (n, 384).
-        Taught in 09_attention_in_a_real_model.
         """
         sentences = [sentences] if isinstance(sentences, str) else list(sentences)
-        head_mask, replace = self._check_head_mask(head_mask), self._check_replace(replace)
+        head_mask, replace = self.check_head_mask(head_mask), self.check_replace(replace)
         order = np.argsort([len(s) for s in sentences], kind="stable")  # less padding per batch
         embeddings = np.empty((len(sentences), self.d_model), dtype=self.dtype)  # (n, 384)
         for start in range(0, len(sentences), batch_size):
-            chosen = order[start: start + batch_size]
+            chosen = order[start : start + batch_size]
             _, ids, real = self.batch([sentences[i] for i in chosen])
             h = self.embed(ids, real)  # (b, T, 384)
             for i in range(self.n_layers):

@@ -2,7 +2,8 @@
 
 Every explorer is built by `explorer(controls, draw)`: moving a control redraws its output.
 The returned box carries `.controls` (name -> control) and `.refresh()`, so a notebook or a
-test can drive it without a mouse. Works with ipywidgets 7.7 (Colab) and 8.
+test can drive it without a mouse. Works with ipywidgets 7.7 (Colab) and 8. Also here: what
+several notebooks' explorers share (a temperature slider, naming the words a model does not know).
 """
 
 import threading
@@ -21,6 +22,7 @@ except ImportError as exc:  # pragma: no cover - the message is the point
 
 
 _DRAW_LOCK = threading.RLock()  # one explorer update at a time, whichever kernel thread runs it
+WIDE_LABEL = {"description_width": "initial"}  # a control's style that shows its whole description, uncut
 
 
 def explorer(controls, draw, layout="vertical"):
@@ -54,3 +56,20 @@ def show_html(markup):
     from IPython.display import HTML, display
 
     display(HTML(markup))
+
+
+def temperature_slider(value=1.0, powers=(-1.5, 1.5)):
+    """A softmax temperature on a log scale, from 10**powers[0] to 10**powers[1]. -> a FloatLogSlider."""
+    return ipw.FloatLogSlider(
+        value=value, base=10, min=powers[0], max=powers[1], step=0.05, description="temperature", style=WIDE_LABEL
+    )
+
+
+def unknown_words(words, known, most=5):
+    """The words not in `known`, each once in the order typed, named for a message ("" when there are none).
+
+    Shapes: words, known: str sequences -> str ("'x', 'y'"; past `most` words: "'x', 'y' and 3 more").
+    """
+    unknown = list(dict.fromkeys(word for word in words if word not in known))
+    more = f" and {len(unknown) - most} more" if len(unknown) > most else ""
+    return ", ".join(repr(word) for word in unknown[:most]) + more

@@ -1,10 +1,13 @@
-"""Explorers of 00_setup_check: the softmax temperature slider."""
+"""Explorers of 00_setup_check: the softmax temperature slider.
+
+Taught in 00_setup_check.
+"""
 
 import numpy as np
 
 from helpers import html_plots
 from helpers.attention import entropy, softmax
-from helpers.widgets._explorer import explorer, ipw, show_html
+from helpers.widgets._explorer import explorer, show_html, temperature_slider
 
 __all__ = ["softmax_explorer"]
 
@@ -18,19 +21,17 @@ def softmax_explorer(scores, labels=None, temperature=1.0):
     scores = np.asarray(scores, dtype=float)
     if scores.ndim != 1:
         raise ValueError(f"scores must be 1-D (T,), got shape {scores.shape}")
-    slider = ipw.FloatLogSlider(value=temperature, base=10, min=-1.5, max=1.5, step=0.05,
-                                    description="temperature", continuous_update=True,
-                                    style={"description_width": "initial"})
-
     labels = [str(i) for i in range(len(scores))] if labels is None else list(labels)
 
     def draw(temperature):
         weights = softmax(scores / temperature)
-        title = (f"softmax(scores / {temperature:.2f}): entropy {entropy(weights):.2f} nats "
-                 f"(at most {np.log(len(scores)):.2f})")
+        title = (
+            f"softmax(scores / {temperature:.2f}): entropy {entropy(weights):.2f} nats "
+            f"(at most {np.log(len(scores)):.2f})"
+        )
         show_html(html_plots.weight_bars(weights, labels, title))  # HTML, not an image: redraws in milliseconds
 
-    return explorer({"temperature": slider}, draw)
+    return explorer({"temperature": temperature_slider(temperature)}, draw)
 
 
 def demos():

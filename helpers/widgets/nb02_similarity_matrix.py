@@ -1,4 +1,7 @@
-"""Explorers of 02_similarity_matrix: a sentence's similarity matrix and softmax weights."""
+"""Explorers of 02_similarity_matrix: a sentence's similarity matrix and softmax weights.
+
+Taught in 02_similarity_matrix.
+"""
 
 import html
 
@@ -6,7 +9,8 @@ import numpy as np
 
 from helpers import html_plots
 from helpers.attention import softmax
-from helpers.widgets._explorer import explorer, ipw, show_html
+from helpers.embeddings import load_token_embeddings, similarity_matrix
+from helpers.widgets._explorer import explorer, ipw, show_html, temperature_slider
 
 __all__ = ["MAX_TOKENS", "sentence_attention", "sentence_explorer"]
 
@@ -18,10 +22,7 @@ def sentence_attention(emb, sentence, temperature=1.0, cosine=False, max_tokens=
 
     Parameter-free attention: S = X X^T (unit rows of X when cosine=True), weights = row softmax.
     Shapes: -> tokens (T labels), S (T, T), weights (T, T); T <= max_tokens.
-    Taught in 02_similarity_matrix.
     """
-    from helpers.embeddings import similarity_matrix
-
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     tokens = emb.tokenize(sentence)[:max_tokens]
@@ -36,13 +37,13 @@ def sentence_explorer(emb, sentence="The cat sat on the mat", temperature=1.0, c
     """Type a sentence; see its similarity matrix and its attention weights side by side, with a temperature.
 
     emb: a TokenEmbeddings. Drawn as HTML tables, so each update is fast.
-    Taught in 02_similarity_matrix (the numbers come from sentence_attention).
+    Its numbers come from sentence_attention.
     """
     controls = {
-        "sentence": ipw.Text(value=sentence, description="sentence", continuous_update=False,
-                                 layout=ipw.Layout(width="420px")),
-        "temperature": ipw.FloatLogSlider(value=temperature, base=10, min=-1.5, max=1.5, step=0.05,
-                                          description="temperature", style={"description_width": "initial"}),
+        "sentence": ipw.Text(
+            value=sentence, description="sentence", continuous_update=False, layout=ipw.Layout(width="420px")
+        ),
+        "temperature": temperature_slider(temperature),
         "cosine": ipw.Checkbox(value=cosine, description="unit rows (cosine)"),
     }
 
@@ -52,25 +53,39 @@ def sentence_explorer(emb, sentence="The cat sat on the mat", temperature=1.0, c
             show_html("Type a sentence and press Enter.")
             return
         n_tokens = len(emb.tokenize(sentence))
-        cut = (f"<div><b>Only the first {MAX_TOKENS} of its {n_tokens} tokens are shown</b> "
-               f"(cut after “{html.escape(tokens[-1])}”): type a shorter sentence to see all of it.</div>"
-               if n_tokens > MAX_TOKENS else "")
+        cut = (
+            f"<div><b>Only the first {MAX_TOKENS} of its {n_tokens} tokens are shown</b> "
+            f"(cut after “{html.escape(tokens[-1])}”): type a shorter sentence to see all of it.</div>"
+            if n_tokens > MAX_TOKENS
+            else ""
+        )
         name = "cosine similarities" if cosine else "dot products X Xᵀ"
         left = html_plots.heatmap(S, tokens, tokens, title=f"S: {name}", cmap="viridis")
-        right = html_plots.heatmap(weights, tokens, tokens, title=f"weights = softmax(S / {temperature:.2f})",
-                                      cmap="Blues", vmin=0, vmax=1)
+        right = html_plots.heatmap(
+            weights, tokens, tokens, title=f"weights = softmax(S / {temperature:.2f})", cmap="Blues", vmin=0, vmax=1
+        )
         self_weight = float(np.mean(np.diag(weights)))
-        show_html(cut + html_plots.side_by_side(left, right) +
-                  f"<div>rows are queries, columns are keys; mean weight on the diagonal: {self_weight:.2f}</div>")
+        show_html(
+            cut
+            + html_plots.side_by_side(left, right)
+            + f"<div>rows are queries, columns are keys; mean weight on the diagonal: {self_weight:.2f}</div>"
+        )
 
     return explorer(controls, draw)
 
 
 def demos():
     """sentence_explorer on the real table: temperature, cosine and a new sentence."""
-    from helpers.embeddings import load_token_embeddings
-
     box = sentence_explorer(load_token_embeddings())
     long = "The bat flew out of the dark cave at night and the boy swung his baseball bat at a ball"  # 20 tokens
-    yield "sentence_explorer (02)", box, [("temperature", 0.2), ("temperature", 5.0), ("cosine", True),
-                                          ("sentence", "The bat flew out"), ("sentence", long)]
+    yield (
+        "sentence_explorer (02)",
+        box,
+        [
+            ("temperature", 0.2),
+            ("temperature", 5.0),
+            ("cosine", True),
+            ("sentence", "The bat flew out"),
+            ("sentence", long),
+        ],
+    )

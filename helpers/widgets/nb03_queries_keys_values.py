@@ -1,4 +1,7 @@
-"""Explorers of 03_queries_keys_values: attention weights through training."""
+"""Explorers of 03_queries_keys_values: attention weights through training.
+
+Taught in 03_queries_keys_values.
+"""
 
 import numpy as np
 
@@ -13,7 +16,6 @@ def snapshot_at(weights_by_step, steps, step, losses=None):
 
     Shapes: weights_by_step (n_snapshots, T, T); steps n_snapshots ints; losses n_snapshots floats or None
             -> weights (T, T), loss float or None.
-    Taught in 03_queries_keys_values.
     """
     steps = [int(s) for s in steps]
     if step not in steps:
@@ -27,14 +29,15 @@ def attention_steps_explorer(weights_by_step, steps, labels, losses=None):
 
     Shapes: weights_by_step (n_snapshots, T, T); steps n_snapshots ints; labels T strings;
             losses n_snapshots floats or None. Drawn as an HTML table, so each update is fast.
-    Taught in 03_queries_keys_values.
     """
     weights_by_step = np.asarray(weights_by_step, dtype=float)
     steps = [int(s) for s in steps]
     T = len(labels)
     if weights_by_step.shape != (len(steps), T, T):
-        raise ValueError(f"weights_by_step must have shape (len(steps), T, T) = ({len(steps)}, {T}, {T}), "
-                         f"got {weights_by_step.shape}")
+        raise ValueError(
+            f"weights_by_step must have shape (len(steps), T, T) = ({len(steps)}, {T}, {T}), "
+            f"got {weights_by_step.shape}"
+        )
     slider = ipw.SelectionSlider(options=steps, value=steps[0], description="step", continuous_update=True)
 
     def draw(step):

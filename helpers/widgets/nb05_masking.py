@@ -1,9 +1,14 @@
-"""Explorers of 05_masking: causal and padding masks on a padded batch."""
+"""Explorers of 05_masking: causal and padding masks on a padded batch.
+
+Taught in 05_masking.
+"""
 
 import numpy as np
 
 from helpers import html_plots
+from helpers._validate import as_float_array
 from helpers.attention import softmax
+from helpers.masking import causal_mask, padding_mask
 from helpers.widgets._explorer import explorer, ipw, show_html
 
 __all__ = ["masked_weights", "mask_explorer"]
@@ -15,9 +20,6 @@ def masked_weights(scores, lengths, sentence=0, causal=True, padding=True):
     Padding masks keys only: a padding query still attends to the sentence's real tokens.
     Shapes: scores (B, T, T), lengths (B,) -> mask (T, T) bool, weights (T, T).
     """
-    from helpers._validate import as_float_array
-    from helpers.masking import causal_mask, padding_mask
-
     scores = as_float_array(scores, "scores")  # float32 stays float32
     if scores.ndim != 3 or scores.shape[1] != scores.shape[2]:
         raise ValueError(f"scores must have shape (B, T, T), got {scores.shape}")
@@ -30,6 +32,7 @@ def masked_weights(scores, lengths, sentence=0, causal=True, padding=True):
     weights = softmax(np.where(mask, scores[sentence], -np.inf))  # (T, T)
     return mask, weights
 
+
 def mask_explorer(scores, tokens, lengths, query=0):
     """Toggle the causal and padding masks, pick a sentence and a query, see that query's row.
 
@@ -40,8 +43,9 @@ def mask_explorer(scores, tokens, lengths, query=0):
     if len(tokens) != B or any(len(row) != T for row in tokens):
         raise ValueError(f"tokens must be {B} lists of {T} labels to match scores of shape {np.shape(scores)}")
     controls = {
-        "sentence": ipw.Dropdown(options=[(" ".join(tokens[b][: lengths[b]]), b) for b in range(B)],
-                                     value=0, description="sentence"),
+        "sentence": ipw.Dropdown(
+            options=[(" ".join(tokens[b][: lengths[b]]), b) for b in range(B)], value=0, description="sentence"
+        ),
         "query": ipw.IntSlider(value=query, min=0, max=T - 1, description="query"),
         "causal": ipw.Checkbox(value=True, description="causal mask"),
         "padding": ipw.Checkbox(value=True, description="padding mask"),
@@ -51,13 +55,14 @@ def mask_explorer(scores, tokens, lengths, query=0):
         mask, weights = masked_weights(scores, lengths, sentence, causal, padding)
         labels = tokens[sentence]
         rows = html_plots.marked_rows(labels, query)
-        left = html_plots.heatmap(np.where(mask, np.asarray(scores)[sentence], -np.inf), rows, labels,
-                                     title="scores (−∞ = masked)")
+        left = html_plots.heatmap(
+            np.where(mask, np.asarray(scores)[sentence], -np.inf), rows, labels, title="scores (−∞ = masked)"
+        )
         middle = html_plots.heatmap(weights, rows, labels, title="weights", cmap="Blues", vmin=0, vmax=1)
-        bars = html_plots.weight_bars(weights[query], labels, f"query {query} {labels[query]!r}: "
-                                 f"row sum {weights[query].sum():.2f}")
-        show_html(html_plots.side_by_side(left, middle, bars) +
-                   "<div>rows are queries, columns are keys</div>")
+        bars = html_plots.weight_bars(
+            weights[query], labels, f"query {query} {labels[query]!r}: row sum {weights[query].sum():.2f}"
+        )
+        show_html(html_plots.side_by_side(left, middle, bars) + "<div>rows are queries, columns are keys</div>")
 
     return explorer(controls, draw)
 

@@ -1,8 +1,13 @@
-"""Explorers of 06_multi_head_attention: one head or the mean of all heads."""
+"""Explorers of 06_multi_head_attention: one head or the mean of all heads.
+
+Taught in 06_multi_head_attention.
+"""
 
 import numpy as np
 
 from helpers import html_plots
+from helpers._validate import as_float_array
+from helpers.masking import causal_mask
 from helpers.widgets._explorer import explorer, ipw, show_html
 
 __all__ = ["head_weights", "head_explorer"]
@@ -13,8 +18,6 @@ def head_weights(weights, head):
 
     Shapes: weights (n_heads, T_q, T_k) -> (T_q, T_k).
     """
-    from helpers._validate import as_float_array
-
     weights = as_float_array(weights, "weights")  # float32 stays float32
     if weights.ndim != 3:
         raise ValueError(f"weights must have shape (n_heads, T_q, T_k), got {weights.shape}")
@@ -36,17 +39,24 @@ def head_explorer(weights, tokens, head_names=None):
     n_heads = weights.shape[0]
     names = head_names or [f"head {i}" for i in range(n_heads)]
     controls = {
-        "head": ipw.Dropdown(options=[(name, i) for i, name in enumerate(names)] + [("mean of all heads", -1)],
-                                 value=0, description="head"),
-        "query": ipw.Dropdown(options=[("all queries", -1)] + [(f"{i}: {t}", i) for i, t in enumerate(tokens)],
-                                  value=-1, description="query"),
+        "head": ipw.Dropdown(
+            options=[(name, i) for i, name in enumerate(names)] + [("mean of all heads", -1)],
+            value=0,
+            description="head",
+        ),
+        "query": ipw.Dropdown(
+            options=[("all queries", -1)] + [(f"{i}: {t}", i) for i, t in enumerate(tokens)],
+            value=-1,
+            description="query",
+        ),
     }
 
     def draw(head, query):
         matrix = head_weights(weights, head)  # (T, T)
         title = "mean of all heads" if head == -1 else names[head]
-        table = html_plots.heatmap(matrix, html_plots.marked_rows(tokens, query), tokens, title=title, cmap="Blues",
-                                      vmin=0, vmax=1)
+        table = html_plots.heatmap(
+            matrix, html_plots.marked_rows(tokens, query), tokens, title=title, cmap="Blues", vmin=0, vmax=1
+        )
         bars = "" if query == -1 else html_plots.weight_bars(matrix[query], tokens, f"{title}: query {tokens[query]!r}")
         show_html(html_plots.side_by_side(table, bars))
 
@@ -55,8 +65,6 @@ def head_explorer(weights, tokens, head_names=None):
 
 def demos():
     """head_explorer on four random causal heads."""
-    from helpers.masking import causal_mask
-
     heads = np.random.default_rng(0).dirichlet(np.ones(6), size=(4, 6)) * causal_mask(6)  # (4, 6, 6)
     box = head_explorer(heads, ["The", "cat", "sat", "on", "the", "mat"])
     yield "head_explorer (06)", box, [("head", 1), ("query", 2), ("head", 3), ("query", 5)]

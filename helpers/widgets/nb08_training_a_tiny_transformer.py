@@ -1,60 +1,46 @@
 """Widgets of 08_training_a_tiny_transformer: a training monitor (progress bars and a live loss curve,
-drawn as SVG so they work in JupyterLab, Notebook 7 and Colab alike) and the masked-word explorer."""
+drawn as SVG so they work in JupyterLab, Notebook 7 and Colab alike) and the masked-word explorer.
+
+Taught in 08_training_a_tiny_transformer.
+"""
 
 import html
 import string
 
 import numpy as np
 
-from helpers import grammar, html_plots
-from helpers import tiny_model as tm
-from helpers.widgets._explorer import explorer, ipw, show_html
+from helpers import grammar, html_plots, tiny_model
+from helpers.widgets._explorer import explorer, ipw, show_html, unknown_words
 
 __all__ = ["loss_curve_svg", "training_monitor", "explain_masked_word", "typed_words", "masked_word_explorer"]
 
-COLOURS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd")
-MAX_WORDS = grammar.T_MAX  # the grammar's longest sentence; longer text is cut, so the rows fit the notebook's width
-MAX_UNKNOWN = 5  # unknown words named in the explorer's message; the rest are counted
+_MAX_WORDS = grammar.T_MAX  # the grammar's longest sentence; longer text is cut, so the rows fit the notebook's width
 
 
 def loss_curve_svg(curves, steps, width=480, height=200):
     """Loss curves as an SVG line chart: x is the training step (0 to steps), y the loss (0 to the largest).
 
     Shapes: curves {name: list of (step, loss)}, steps int -> str.
-    Taught in 08_training_a_tiny_transformer.
     """
-    left, right, top, bottom = 44, 130, 10, 28  # margins for the axis labels and the legend
-    plot_w, plot_h = width - left - right, height - top - bottom
-    y_max = max([loss for points in curves.values() for _, loss in points] + [1e-9]) * 1.05
-
-    def xy(step, loss):
-        return f"{left + plot_w * step / steps:.1f},{top + plot_h * (1 - loss / y_max):.1f}"
-
-    parts = [f'<rect x="{left}" y="{top}" width="{plot_w}" height="{plot_h}" fill="none" stroke="#999"/>']
-    for value in (0, y_max / 2, y_max / 1.05):
-        y = top + plot_h * (1 - value / y_max)
-        parts.append(f'<text x="{left - 4}" y="{y + 4:.1f}" text-anchor="end" font-size="10">{value:.2f}</text>')
-    for step in (0, steps // 2, steps):
-        parts.append(f'<text x="{left + plot_w * step / steps:.1f}" y="{height - 14}" text-anchor="middle" '
-                     f'font-size="10">{step}</text>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{height - 2}" text-anchor="middle" font-size="10">step</text>')
-    for i, (name, points) in enumerate(curves.items()):
-        colour = COLOURS[i % len(COLOURS)]
-        if points:
-            line = " ".join(xy(step, loss) for step, loss in points)
-            parts.append(f'<polyline points="{line}" fill="none" stroke="{colour}" stroke-width="1.5"/>')
-        parts.append(f'<text x="{left + plot_w + 8}" y="{top + 14 + 14 * i}" font-size="11" fill="{colour}">'
-                     f"{html.escape(name)}</text>")
-    return (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-            f'font-family="sans-serif">{"".join(parts)}</svg>')
+    largest = max([loss for points in curves.values() for _, loss in points] + [1e-9])
+    return html_plots.line_chart_svg(
+        curves,
+        (0, steps),
+        (0, largest * 1.05),
+        x_label="step",
+        x_ticks=(0, steps // 2, steps),
+        y_ticks=(0, largest * 1.05 / 2, largest),
+        y_format=".2f",
+        width=width,
+        height=height,
+    )
 
 
 def training_monitor(runs, steps, every=10):
     """A progress bar per training run and one loss curve for all of them, updated as training goes.
 
-    Returns a VBox with .callback(run), a callback(step, loss) for tiny_model.train, and .curves
-    {run: [(step, mean loss of the last `every` steps), ...]}.
-    Taught in 08_training_a_tiny_transformer.
+    Returns a VBox with .callback(run), a callback(step, loss) for tiny_model.train_masked_word (or
+    tiny_gpt.train_next_word), and .curves {run: [(step, mean loss of the last `every` steps), ...]}.
     """
     label_style = ipw.Layout(width="120px")
     bars = {run: ipw.IntProgress(min=0, max=steps, value=0) for run in runs}
@@ -81,10 +67,7 @@ def training_monitor(runs, steps, every=10):
 
 
 def explain_masked_word(words, position):
-    """What the grammar says about the hidden word: (text, position of the word that fixes it or None).
-
-    Taught in 08_training_a_tiny_transformer.
-    """
+    """What the grammar says about the hidden word: (text, position of the word that fixes it or None)."""
     try:
         sentence = grammar.parse(words)
     except ValueError as exc:
@@ -96,8 +79,10 @@ def explain_masked_word(words, position):
             return f"only {words[position]!r} fits here: its place in the sentence fixes it", None
         return f"the grammar allows several words here: {', '.join(repr(w) for w in fits)}", None
     role = "verb" if position == sentence.verb else "subject"
-    return (f"the grammar says {words[position]!r}: the {role} is fixed by {words[fixer]!r} "
-            f"(word {fixer}, {abs(fixer - position)} away)"), fixer
+    return (
+        f"the grammar says {words[position]!r}: the {role} is fixed by {words[fixer]!r} "
+        f"(word {fixer}, {abs(fixer - position)} away)"
+    ), fixer
 
 
 def _fitting_words(words, position):
@@ -105,7 +90,7 @@ def _fitting_words(words, position):
     fits = []
     for word in grammar.VOCAB[2:]:
         try:
-            grammar.parse([*words[:position], word, *words[position + 1:]])
+            grammar.parse([*words[:position], word, *words[position + 1 :]])
             fits.append(word)
         except ValueError:
             pass
@@ -125,9 +110,8 @@ def typed_words(text):
     """Typed text as the masked-word explorer reads it: lower case, no punctuation, the first 17 words at most.
 
     Shapes: str -> list of at most grammar.T_MAX str ("The Cat meows." -> ["the", "cat", "meows"]).
-    Taught in 08_training_a_tiny_transformer.
     """
-    return _sentence_words(text)[:MAX_WORDS]
+    return _sentence_words(text)[:_MAX_WORDS]
 
 
 def _word_options(words):
@@ -146,13 +130,18 @@ def masked_word_explorer(params, config, sentences):
     """Pick or type a sentence and the word to hide: the model's top 5 guesses and each head's attention row.
 
     Shapes: params and config of a tiny_model; sentences a list of Sentence offered in the menu.
-    Taught in 08_training_a_tiny_transformer.
     """
     options = [" ".join(s.words) for s in sentences]
     first = options[0].split()
     controls = {
-        "sentence": ipw.Combobox(value=options[0], options=options, description="sentence", ensure_option=False,
-                                 continuous_update=False, layout=ipw.Layout(width="560px")),
+        "sentence": ipw.Combobox(
+            value=options[0],
+            options=options,
+            description="sentence",
+            ensure_option=False,
+            continuous_update=False,
+            layout=ipw.Layout(width="560px"),
+        ),
         "word": ipw.Dropdown(options=_word_options(first), value=_default_word(first), description="hide word"),
     }
     refresh = []  # the explorer's redraw, known once it is built
@@ -169,26 +158,45 @@ def masked_word_explorer(params, config, sentences):
         if not words:
             show_html("<p>Type a sentence, in words of the grammar, and press Enter.</p>")
             return
-        notice = "" if n_typed <= MAX_WORDS else (
-            f"<p><b>Only the first {MAX_WORDS} of its {n_typed} words are used</b>, as many as the grammar's longest "
-            "sentence.</p>")
-        unknown = list(dict.fromkeys(w for w in words if w not in grammar.VOCAB[2:]))  # each once, in order
+        notice = (
+            ""
+            if n_typed <= _MAX_WORDS
+            else (
+                f"<p><b>Only the first {_MAX_WORDS} of its {n_typed} words are used</b>, "
+                "as many as the grammar's longest sentence.</p>"
+            )
+        )
+        unknown = unknown_words(words, grammar.VOCAB[2:])
         if unknown:
-            named = ", ".join(repr(w) for w in unknown[:MAX_UNKNOWN])
-            more = f" and {len(unknown) - MAX_UNKNOWN} more" if len(unknown) > MAX_UNKNOWN else ""
-            show_html(f"{notice}<p>Unknown words: {html.escape(named, quote=False)}{more}. Use words of the grammar: "
-                      f"{html.escape(', '.join(grammar.VOCAB[2:]))}.</p>")
+            show_html(
+                f"{notice}<p>Unknown words: {html.escape(unknown, quote=False)}. Use words of the grammar: "
+                f"{html.escape(', '.join(grammar.VOCAB[2:]))}.</p>"
+            )
             return
         position = min(word or 0, len(words) - 1)
-        probabilities, weights = tm.predict(params, config, words, position)
+        probabilities, weights = tiny_model.predict(params, config, words, position)
         top = np.argsort(probabilities)[::-1][:5]
-        guesses = html_plots.bars(probabilities[top], [grammar.VOCAB[i] for i in top],
-                                  f"<b>top 5 guesses for word {position}</b>", "#2ca02c")
+        guesses = html_plots.bars(
+            probabilities[top],
+            [grammar.VOCAB[i] for i in top],
+            f"<b>top 5 guesses for word {position}</b>",
+            html_plots.GREEN,
+        )
         text, fixer = explain_masked_word(words, position)
         keys = [grammar.MASK if i == position else w + (" ★" if i == fixer else "") for i, w in enumerate(words)]
-        rows = "" if weights is None else html_plots.heatmap(
-            weights, [f"head {h}" for h in range(len(weights))], keys, title="where the hidden word looks",
-            cmap="Blues", vmin=0, vmax=1)
+        rows = (
+            ""
+            if weights is None
+            else html_plots.heatmap(
+                weights,
+                [f"head {h}" for h in range(len(weights))],
+                keys,
+                title="where the hidden word looks",
+                cmap="Blues",
+                vmin=0,
+                vmax=1,
+            )
+        )
         show_html(notice + html_plots.side_by_side(guesses, rows) + f"<p>{html.escape(text, quote=False)}</p>")
 
     controls["sentence"].observe(new_sentence, names="value")
@@ -199,10 +207,19 @@ def masked_word_explorer(params, config, sentences):
 
 def demos():
     """masked_word_explorer on an untrained model and a few sentences of the grammar."""
-    config = tm.Config()
+    config = tiny_model.Config()
     _, test = grammar.make_corpus(50, 5, rng=0)
-    box = masked_word_explorer(tm.init_params(config, rng=0), config, test)
-    yield "masked_word_explorer (08)", box, [("word", 0), ("sentence", " ".join(test[2].words)),
-                                             ("sentence", "the cows near the cat moo"), ("word", 1),
-                                             ("sentence", "the cat purrs"), ("sentence", ""),
-                                             ("sentence", "The Cat meows.")]
+    box = masked_word_explorer(tiny_model.init_params(config, rng=0), config, test)
+    yield (
+        "masked_word_explorer (08)",
+        box,
+        [
+            ("word", 0),
+            ("sentence", " ".join(test[2].words)),
+            ("sentence", "the cows near the cat moo"),
+            ("word", 1),
+            ("sentence", "the cat purrs"),
+            ("sentence", ""),
+            ("sentence", "The Cat meows."),
+        ],
+    )

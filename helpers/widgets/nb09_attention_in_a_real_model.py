@@ -1,19 +1,22 @@
-"""Explorer of 09_attention_in_a_real_model: any sentence through the real model, one head or a whole layer."""
+"""Explorer of 09_attention_in_a_real_model: any sentence through the real model, one head or a whole layer.
+
+Taught in 09_attention_in_a_real_model.
+"""
 
 import functools
 import html
 
 import numpy as np
-from matplotlib.colors import to_hex
 
 from helpers import html_plots
-from helpers.head_views import HEAD_COLORS, hide_tokens
+from helpers.head_views import hide_tokens
+from helpers.pretrained import load_minilm
 from helpers.widgets._explorer import explorer, ipw, show_html
 
 __all__ = ["lines_svg", "attention_explorer"]
 
-MAX_TOKENS = 40  # a longer sentence is cut, and the explorer says so
-PUBLISHED_LIMIT = 256  # wordpieces: sentence-transformers' max_seq_length for all-MiniLM-L6-v2
+_MAX_TOKENS = 40  # a longer sentence is cut, and the explorer says so
+_PUBLISHED_LIMIT = 256  # wordpieces: sentence-transformers' max_seq_length for all-MiniLM-L6-v2
 
 
 def lines_svg(weights, labels, heads, *, min_weight=0.05, row_height=18):
@@ -31,24 +34,30 @@ def lines_svg(weights, labels, heads, *, min_weight=0.05, row_height=18):
     y = 14 + row_height * np.arange(T)  # (T,)
     lines = []
     for h in heads:
-        color = to_hex(HEAD_COLORS[h % len(HEAD_COLORS)])
+        color = html_plots.head_color(h)
         for i, j in zip(*np.nonzero(weights[h] / top >= min_weight), strict=True):
             w = weights[h, i, j] / top
-            lines.append(f'<line x1="{left}" y1="{y[i]}" x2="{right}" y2="{y[j]}" stroke="{color}" '
-                         f'stroke-width="{0.5 + 5 * w:.1f}" stroke-opacity="{0.15 + 0.8 * w:.2f}"/>')
-    text = "".join(f'<text x="{left - 6}" y="{y[i] + 4}" text-anchor="end">{html.escape(label)}</text>'
-                   f'<text x="{right + 6}" y="{y[i] + 4}">{html.escape(label)}</text>'
-                   for i, label in enumerate(labels))
+            lines.append(
+                f'<line x1="{left}" y1="{y[i]}" x2="{right}" y2="{y[j]}" stroke="{color}" '
+                f'stroke-width="{0.5 + 5 * w:.1f}" stroke-opacity="{0.15 + 0.8 * w:.2f}"/>'
+            )
+    text = "".join(
+        f'<text x="{left - 6}" y="{y[i] + 4}" text-anchor="end">{html.escape(label)}</text>'
+        f'<text x="{right + 6}" y="{y[i] + 4}">{html.escape(label)}</text>'
+        for i, label in enumerate(labels)
+    )
     height = 14 + row_height * T
-    return (f'<svg width="{width}" height="{height}" style="font:12px sans-serif">'
-            f'{"".join(lines)}{text}</svg>')
+    return f'<svg width="{width}" height="{height}" style="font:12px sans-serif">{"".join(lines)}{text}</svg>'
 
 
 def _legend(heads):
     """A colour swatch and name per head drawn. -> str"""
-    items = "".join(f'<span style="white-space:nowrap;margin-right:8px"><span style="display:inline-block;'
-                    f'width:12px;height:4px;margin:0 3px 3px 0;background:{to_hex(HEAD_COLORS[h % len(HEAD_COLORS)])}">'
-                    f"</span>head {h}</span> " for h in heads)
+    items = "".join(
+        f'<span style="white-space:nowrap;margin-right:8px"><span style="display:inline-block;'
+        f'width:12px;height:4px;margin:0 3px 3px 0;background:{html_plots.head_color(h)}">'
+        f"</span>head {h}</span> "
+        for h in heads
+    )
     return f'<div style="max-width:420px;font:11px sans-serif">{items}</div>'
 
 
@@ -58,13 +67,15 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
     "hide [CLS] / [SEP]" drops those two tokens, so the rest of the weight becomes visible
     (lines are scaled to the largest weight drawn; the rows no longer sum to 1).
     """
+
     @functools.lru_cache(maxsize=32)
     def run(text):
         return model.tokenize(text), model.attentions(text)  # T strings, (6, 12, T, T)
 
     controls = {
-        "sentence": ipw.Text(value=sentence, description="sentence", continuous_update=False,
-                             layout=ipw.Layout(width="460px")),
+        "sentence": ipw.Text(
+            value=sentence, description="sentence", continuous_update=False, layout=ipw.Layout(width="460px")
+        ),
         "layer": ipw.IntSlider(value=layer, min=0, max=model.n_layers - 1, description="layer"),
         "head": ipw.IntSlider(value=head, min=0, max=model.n_heads - 1, description="head"),
         # a Dropdown lines its label up with the sliders' (ToggleButtons' label sits out of line)
@@ -76,22 +87,26 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
         controls["head"].disabled = view == "whole layer"  # the whole layer draws every head
         n_tokens, rows = len(model.tokenizer.encode(sentence).ids), model.position_embeddings.shape[0]
         if n_tokens > rows:  # the model could not run it: there is no position vector past the table's last row
-            show_html(f"<p>This text has {n_tokens} wordpieces. The model's position table has {rows} rows, so no "
-                      f"text may be longer than {rows} wordpieces (and the library the model was published "
-                      f"for, sentence-transformers, cuts its input at {PUBLISHED_LIMIT}). Type a shorter text.</p>")
+            show_html(
+                f"<p>This text has {n_tokens} wordpieces. The model's position table has {rows} rows, so no "
+                f"text may be longer than {rows} wordpieces (and the library the model was published "
+                f"for, sentence-transformers, cuts its input at {_PUBLISHED_LIMIT}). Type a shorter text.</p>"
+            )
             return
         tokens, weights = run(sentence)
         note = ""
-        if len(tokens) > MAX_TOKENS:
-            note = f"<p>This sentence has {len(tokens)} tokens: the picture shows the first {MAX_TOKENS}.</p>"
-            tokens, weights = tokens[:MAX_TOKENS], weights[..., :MAX_TOKENS, :MAX_TOKENS]
+        if len(tokens) > _MAX_TOKENS:
+            note = f"<p>This sentence has {len(tokens)} tokens: the picture shows the first {_MAX_TOKENS}.</p>"
+            tokens, weights = tokens[:_MAX_TOKENS], weights[..., :_MAX_TOKENS, :_MAX_TOKENS]
         weights = weights[layer]  # (12, T, T)
         if hide_special:
             weights, tokens = hide_tokens(weights, tokens)
         if not sentence.strip():
             if hide_special:
-                show_html("<p>Type a sentence in the box (and press Enter): with [CLS] and [SEP] hidden, "
-                          "an empty box leaves nothing to draw.</p>")
+                show_html(
+                    "<p>Type a sentence in the box (and press Enter): with [CLS] and [SEP] hidden, "
+                    "an empty box leaves nothing to draw.</p>"
+                )
                 return
             note += "<p>Type a sentence in the box (and press Enter): an empty one has only [CLS] and [SEP].</p>"
         heads = [head] if view == "one head" else list(range(model.n_heads))
@@ -108,8 +123,15 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
 
 def demos():
     """attention_explorer on the real model (needs the weights package)."""
-    from helpers.pretrained import load_minilm
-
     box = attention_explorer(load_minilm())
-    yield "attention_explorer (09)", box, [("layer", 1), ("head", 8), ("view", "whole layer"),
-                                           ("hide_special", True), ("sentence", "Attention is a novel idea.")]
+    yield (
+        "attention_explorer (09)",
+        box,
+        [
+            ("layer", 1),
+            ("head", 8),
+            ("view", "whole layer"),
+            ("hide_special", True),
+            ("sentence", "Attention is a novel idea."),
+        ],
+    )

@@ -1,4 +1,7 @@
-"""Explorers of 10_efficient_attention: tiled attention's tiles, time and memory."""
+"""Explorers of 10_efficient_attention: tiled attention's tiles, time and memory.
+
+Taught in 10_efficient_attention.
+"""
 
 import html
 import time
@@ -6,19 +9,19 @@ import tracemalloc
 
 import numpy as np
 
-from helpers.efficient import COMPUTED, MASKED, SKIPPED, block_grid, tiled_attention
+from helpers.efficient import TILE_COMPUTED, TILE_MASKED, TILE_SKIPPED, block_grid, tiled_attention
 from helpers.widgets._explorer import explorer, ipw, show_html
 
-__all__ = ["TILE_COLOURS", "tile_counts", "block_grid_html", "measure_tiled", "tiled_attention_explorer"]
+__all__ = ["TILE_COLOURS", "TILE_NAMES", "tile_counts", "block_grid_html", "measure_tiled", "tiled_attention_explorer"]
 
-TILE_COLOURS = {COMPUTED: "#4c78a8", MASKED: "#f58518", SKIPPED: "#eeeeee"}  # blue, orange, light grey
-TILE_NAMES = {COMPUTED: "computed", MASKED: "computed with a mask", SKIPPED: "skipped"}
+TILE_COLOURS = {TILE_COMPUTED: "#4c78a8", TILE_MASKED: "#f58518", TILE_SKIPPED: "#eeeeee"}  # blue, orange, pale grey
+TILE_NAMES = {TILE_COMPUTED: "computed", TILE_MASKED: "computed with a mask", TILE_SKIPPED: "skipped"}
 
 
 def tile_counts(grid):
     """{"computed": n, "computed with a mask": n, "skipped": n} for a block_grid."""
     grid = np.asarray(grid)
-    return {TILE_NAMES[kind]: int((grid == kind).sum()) for kind in (COMPUTED, MASKED, SKIPPED)}
+    return {TILE_NAMES[kind]: int((grid == kind).sum()) for kind in (TILE_COMPUTED, TILE_MASKED, TILE_SKIPPED)}
 
 
 def _mib_text(n_bytes):
@@ -32,8 +35,11 @@ def _tiles_summary(T, block_size, grid):
     side = min(block_size, T)
     n = grid.size
     counts = ", ".join(f"{count} {name}" for name, count in tile_counts(grid).items())
-    note = (f" (a block of {block_size} covers all {T} tokens: one tile holds every score, so tiling saves no memory)"
-            if block_size >= T else "")
+    note = (
+        f" (a block of {block_size} covers all {T} tokens: one tile holds every score, so tiling saves no memory)"
+        if block_size >= T
+        else ""
+    )
     return f"<b>{n} tile{'s' if n != 1 else ''} of {side}×{side}</b>{note}: {counts}"
 
 
@@ -41,12 +47,19 @@ def block_grid_html(grid, cell_px=10):
     """A block_grid as a table of coloured squares (rows = query blocks, columns = key blocks) and a legend."""
     grid = np.asarray(grid)
     square = f"width:{cell_px}px;height:{cell_px}px;padding:0;border:1px solid white"
-    rows = "".join("<tr>" + "".join(f'<td style="{square};background:{TILE_COLOURS[int(kind)]}"></td>'
-                                    for kind in row) + "</tr>" for row in grid)
-    legend = " ".join(f'<span style="background:{TILE_COLOURS[kind]};padding:0 8px;margin-left:8px"></span> '
-                      f"{html.escape(TILE_NAMES[kind])}" for kind in (COMPUTED, MASKED, SKIPPED))
-    return (f'<div style="font:12px sans-serif">rows: query blocks, columns: key blocks{legend}</div>'
-            f'<table style="border-collapse:collapse;margin:4px 0">{rows}</table>')
+    rows = "".join(
+        "<tr>" + "".join(f'<td style="{square};background:{TILE_COLOURS[int(kind)]}"></td>' for kind in row) + "</tr>"
+        for row in grid
+    )
+    legend = " ".join(
+        f'<span style="background:{TILE_COLOURS[kind]};padding:0 8px;margin-left:8px"></span> '
+        f"{html.escape(TILE_NAMES[kind])}"
+        for kind in (TILE_COMPUTED, TILE_MASKED, TILE_SKIPPED)
+    )
+    return (
+        f'<div style="font:12px sans-serif">rows: query blocks, columns: key blocks{legend}</div>'
+        f'<table style="border-collapse:collapse;margin:4px 0">{rows}</table>'
+    )
 
 
 def measure_tiled(T, block_size, causal, d=64, seed=0):
@@ -71,7 +84,6 @@ def tiled_attention_explorer(T=1024, block_size=256, causal=True, d=64):
 
     Shapes: one head, q, k, v (T, d) float32. Each update runs tiled_attention once (time and
     tracemalloc peak) and draws block_grid in HTML, beside the size the naive (T, T) scores would take.
-    Taught in 10_efficient_attention.
     """
     controls = {
         "T": ipw.SelectionSlider(options=[256, 512, 1024, 2048, 4096], value=T, description="T"),
@@ -83,12 +95,18 @@ def tiled_attention_explorer(T=1024, block_size=256, causal=True, d=64):
         seconds, peak = measure_tiled(T, block_size, causal, d)
         grid = block_grid(T, T, block_size, causal)
         short = block_size < T and T * T * 4 / 2**20 < peak  # the (T, d) buffers weigh more than the scores would
-        note = ("; at this length the (T, d) copies of K and V and the output weigh more than the scores, so "
-                "tiling pays off only on longer texts" if short else "")
-        show_html(f"<div>{_tiles_summary(T, block_size, grid)}<br>"
-                  f"tiled attention: {seconds * 1e3:.1f} ms, peak {peak:.2f} MiB of new buffers "
-                  f"(the naive ({T}, {T}) float32 scores alone: {_mib_text(T * T * 4)}){note}</div>"
-                  + block_grid_html(grid, cell_px=max(4, min(24, 320 // grid.shape[0]))))
+        note = (
+            "; at this length the (T, d) copies of K and V and the output weigh more than the scores, so "
+            "tiling pays off only on longer texts"
+            if short
+            else ""
+        )
+        show_html(
+            f"<div>{_tiles_summary(T, block_size, grid)}<br>"
+            f"tiled attention: {seconds * 1e3:.1f} ms, peak {peak:.2f} MiB of new buffers "
+            f"(the naive ({T}, {T}) float32 scores alone: {_mib_text(T * T * 4)}){note}</div>"
+            + block_grid_html(grid, cell_px=max(4, min(24, 320 // grid.shape[0])))
+        )
 
     return explorer(controls, draw)
 

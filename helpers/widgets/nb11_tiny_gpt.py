@@ -1,29 +1,28 @@
 """The explorer of 11_tiny_gpt: type a prompt, and the tiny GPT shows its next-word probabilities and where each
-head of each layer looks from the last word; buttons write the next word, or a whole sentence."""
+head of each layer looks from the last word; buttons write the next word, or a whole sentence.
+
+Taught in 11_tiny_gpt.
+"""
 
 import html
 import string
 
 import numpy as np
 
-from helpers import html_plots
-from helpers import next_word as nw
-from helpers import tiny_gpt as tg
-from helpers.widgets._explorer import explorer, ipw, show_html
+from helpers import html_plots, next_word, tiny_gpt
+from helpers.widgets._explorer import WIDE_LABEL, explorer, ipw, show_html, unknown_words
 
 __all__ = ["gpt_prompt_words", "gpt_next_word_view", "tiny_gpt_explorer"]
 
-SHOWN_KEYS = 16  # the latest words drawn in the attention rows: wider tables stop fitting the notebook
-SHOWN_WORDS = 10  # the most likely next words drawn as bars
-MAX_SENTENCE = 24  # words "write a sentence" adds at most before it stops without a "."
-MAX_UNKNOWN = 5
+_SHOWN_KEYS = 16  # the latest words drawn in the attention rows: wider tables stop fitting the notebook
+_SHOWN_WORDS = 10  # the most likely next words drawn as bars
+_MAX_SENTENCE = 24  # words "write a sentence" adds at most before it stops without a "."
 
 
 def gpt_prompt_words(text):
     """The words of typed text as the model reads them: lower case, "." a word of its own, other punctuation gone.
 
     Shapes: str -> list of str ("The cat meows. The" -> ["the", "cat", "meows", ".", "the"]).
-    Taught in 11_tiny_gpt.
     """
     text = str(text).lower().replace(".", " . ")
     words = (word.strip(string.punctuation.replace(".", "")) for word in text.split())
@@ -36,36 +35,33 @@ def gpt_next_word_view(params, config, words, temperature=1.0, top_k=None):
 
     Shapes: words a list of T words -> probs (len(VOCAB),), rows (n_layers, n_heads, T_k), keys a list of T_k
             words (the last T_k of words, T_k = min(T, config.context)).
-    Taught in 11_tiny_gpt.
     """
-    ids = [int(i) for i in nw.encode(words)]
+    ids = [int(i) for i in next_word.encode(words)]
     if not ids:
         raise ValueError("words must hold at least one word")
-    logits, rows = tg.next_logits(params, config, ids)  # rows: [(n_heads, span)] per layer, 0 outside the window
+    logits, rows = tiny_gpt.next_logits(params, config, ids)  # rows: [(n_heads, span)] per layer, 0 outside the window
     T_k = min(len(ids), config.context)
     rows = np.stack([r[:, -T_k:] for r in rows])  # (n_layers, n_heads, T_k)
-    return nw.next_word_distribution(logits, temperature, top_k), rows, list(words[-T_k:])
+    return next_word.next_word_distribution(logits, temperature, top_k), rows, list(words[-T_k:])
 
 
 def _problem(words):
     """A message for words the model cannot read, or None."""
     if not words:
         return "Type a prompt: words of the grammar, a '.' between sentences (for example: the cat near the)."
-    unknown = list(dict.fromkeys(w for w in words if w not in nw.WORD_ID))
+    unknown = unknown_words(words, next_word.WORD_ID)
     if unknown:
-        named = ", ".join(repr(w) for w in unknown[:MAX_UNKNOWN])
-        more = f" and {len(unknown) - MAX_UNKNOWN} more" if len(unknown) > MAX_UNKNOWN else ""
-        return f"Unknown words: {named}{more}. The model knows only these: {' '.join(tg.VOCAB)}"
+        return f"Unknown words: {unknown}. The model knows only these: {' '.join(tiny_gpt.VOCAB)}"
     return None
 
 
 def _verdict(words):
     """What the grammar says of the last finished sentence of the text, as a line of HTML ("" when none)."""
-    finished = nw.split_sentences(["."] + list(words))
+    finished = next_word.split_sentences(["."] + list(words))
     if not finished or not finished[-1]:
         return ""
     last = finished[-1]
-    verdict = nw.judge(last)
+    verdict = next_word.judge(last)
     if verdict["agrees"] and verdict["distinct"]:
         said = "a sentence of the grammar"
     elif verdict["agrees"]:
@@ -79,7 +75,7 @@ def _verdict(words):
 
 def _choose(params, config, words, temperature, top_k, rng):
     probs = gpt_next_word_view(params, config, words, temperature, top_k)[0]
-    return tg.VOCAB[int(np.argmax(probs)) if temperature == 0 else nw.sample(probs, rng)]
+    return tiny_gpt.VOCAB[int(np.argmax(probs)) if temperature == 0 else next_word.sample(probs, rng)]
 
 
 def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temperature=1.0, top_k=None, seed=0):
@@ -89,16 +85,18 @@ def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temper
     chooses it looks back at the subject. top-k at its largest, len(VOCAB), keeps every word (no cut).
 
     Shapes: params and config of tiny_gpt -> a widget with .controls and .buttons.
-    Taught in 11_tiny_gpt.
     """
-    V = len(tg.VOCAB)
+    V = len(tiny_gpt.VOCAB)
     controls = {
-        "prompt": ipw.Text(value=prompt, description="prompt", continuous_update=False,
-                           layout=ipw.Layout(width="560px")),
-        "temperature": ipw.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, description="temperature",
-                                       style={"description_width": "initial"}),
-        "top_k": ipw.IntSlider(value=V if top_k is None else top_k, min=1, max=V, description=f"top-k ({V}: off)",
-                               style={"description_width": "initial"}),
+        "prompt": ipw.Text(
+            value=prompt, description="prompt", continuous_update=False, layout=ipw.Layout(width="560px")
+        ),
+        "temperature": ipw.FloatSlider(
+            value=temperature, min=0.0, max=2.0, step=0.1, description="temperature", style=WIDE_LABEL
+        ),
+        "top_k": ipw.IntSlider(
+            value=V if top_k is None else top_k, min=1, max=V, description=f"top-k ({V}: off)", style=WIDE_LABEL
+        ),
     }
     rng = np.random.default_rng(seed)
 
@@ -109,14 +107,18 @@ def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temper
             show_html(f"<p>{html.escape(problem)}</p>")
             return
         probs, rows, keys = gpt_next_word_view(params, config, words, temperature, None if top_k >= V else top_k)
-        best = np.argsort(-probs, kind="stable")[:SHOWN_WORDS]
+        best = np.argsort(-probs, kind="stable")[:_SHOWN_WORDS]
         how = "greedy" if temperature == 0 else f"temperature {temperature:g}" + (f", top-{top_k}" if top_k < V else "")
-        bars = html_plots.bars(probs[best], [tg.VOCAB[i] for i in best],
-                               f"<b>the next word ({html.escape(how)})</b>", "#2ca02c")
-        shown = rows[..., -SHOWN_KEYS:].reshape(-1, min(len(keys), SHOWN_KEYS))  # (n_layers * n_heads, keys shown)
+        bars = html_plots.bars(
+            probs[best],
+            [tiny_gpt.VOCAB[i] for i in best],
+            f"<b>the next word ({html.escape(how)})</b>",
+            html_plots.GREEN,
+        )
+        shown = rows[..., -_SHOWN_KEYS:].reshape(-1, min(len(keys), _SHOWN_KEYS))  # (n_layers * n_heads, keys shown)
         labels = [f"layer {layer} head {head}" for layer in range(len(rows)) for head in range(rows.shape[1])]
-        title = f"where {keys[-1]!r} looks" + (f" (its latest {SHOWN_KEYS} words)" if len(keys) > SHOWN_KEYS else "")
-        heat = html_plots.heatmap(shown, labels, keys[-SHOWN_KEYS:], title=title, cmap="Blues", vmin=0, vmax=1)
+        title = f"where {keys[-1]!r} looks" + (f" (its latest {_SHOWN_KEYS} words)" if len(keys) > _SHOWN_KEYS else "")
+        heat = html_plots.heatmap(shown, labels, keys[-_SHOWN_KEYS:], title=title, cmap="Blues", vmin=0, vmax=1)
         show_html(html_plots.side_by_side(bars, heat) + _verdict(words))
 
     box = explorer(controls, draw)
@@ -127,16 +129,26 @@ def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temper
             box.refresh()  # the message again: there is nothing to write after
             return
         for _ in range(n_max):
-            words.append(_choose(params, config, words, controls["temperature"].value,
-                                 None if controls["top_k"].value >= V else controls["top_k"].value, rng))
-            if words[-1] == nw.END:
+            words.append(
+                _choose(
+                    params,
+                    config,
+                    words,
+                    controls["temperature"].value,
+                    None if controls["top_k"].value >= V else controls["top_k"].value,
+                    rng,
+                )
+            )
+            if words[-1] == next_word.END:
                 break
         controls["prompt"].value = " ".join(words)  # redraws once
 
-    buttons = {"next word": ipw.Button(description="next word"),
-               "write a sentence": ipw.Button(description="write a sentence")}
+    buttons = {
+        "next word": ipw.Button(description="next word"),
+        "write a sentence": ipw.Button(description="write a sentence"),
+    }
     buttons["next word"].on_click(lambda _: write(1))
-    buttons["write a sentence"].on_click(lambda _: write(MAX_SENTENCE))
+    buttons["write a sentence"].on_click(lambda _: write(_MAX_SENTENCE))
     box.children = (box.children[0], ipw.HBox(list(buttons.values())), *box.children[1:])
     box.buttons = buttons
     return box
@@ -144,9 +156,19 @@ def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temper
 
 def demos():
     """tiny_gpt_explorer on an untrained model (its words are random; the drawing is the same), and its moves."""
-    config = tg.Config()
-    box = tiny_gpt_explorer(tg.init_params(config, rng=0), config)
-    yield "tiny_gpt_explorer (11)", box, [("temperature", 0.5), ("top_k", 3), ("prompt", "today the cats near the"),
-                                          ("prompt", "the unicorn meows"), ("prompt", ""), ("temperature", 0.0),
-                                          ("prompt", "The cat meows. The dogs"),
-                                          ("prompt", " ".join(["the cat meows ."] * 6))]
+    config = tiny_gpt.Config()
+    box = tiny_gpt_explorer(tiny_gpt.init_params(config, rng=0), config)
+    yield (
+        "tiny_gpt_explorer (11)",
+        box,
+        [
+            ("temperature", 0.5),
+            ("top_k", 3),
+            ("prompt", "today the cats near the"),
+            ("prompt", "the unicorn meows"),
+            ("prompt", ""),
+            ("temperature", 0.0),
+            ("prompt", "The cat meows. The dogs"),
+            ("prompt", " ".join(["the cat meows ."] * 6)),
+        ],
+    )

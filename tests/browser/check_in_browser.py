@@ -107,8 +107,10 @@ class Server:
         self.proc = None
 
     def start(self):
-        dirs = {name: self.tmp / name for name in ("config", "runtime", "data", "workspaces", "user-settings",
-                                                   "app-settings", "ipython")}
+        dirs = {
+            name: self.tmp / name
+            for name in ("config", "runtime", "data", "workspaces", "user-settings", "app-settings", "ipython")
+        }
         for path in dirs.values():
             path.mkdir()
         (dirs["app-settings"] / "overrides.json").write_text(json.dumps(SETTINGS_OVERRIDES, indent=2))
@@ -116,23 +118,39 @@ class Server:
         env.pop("MPLBACKEND", None)  # inherited by the kernels, it would silently stop inline plots
         for name in ("JUPYTER_CONFIG_PATH", "JUPYTER_PATH"):  # no settings or extensions from outside
             env.pop(name, None)
-        env.update(JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-                   JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
-                   JUPYTERLAB_SETTINGS_DIR=str(dirs["user-settings"]), IPYTHONDIR=str(dirs["ipython"]),
-                   JUPYTER_PLATFORM_DIRS="1")
+        env.update(
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+            JUPYTERLAB_SETTINGS_DIR=str(dirs["user-settings"]),
+            IPYTHONDIR=str(dirs["ipython"]),
+            JUPYTER_PLATFORM_DIRS="1",
+        )
         settings = str(dirs["app-settings"])
-        cmd = [sys.executable, "-m", "jupyterlab", "--no-browser",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root_dir}",
-               f"--LabApp.app_settings_dir={settings}", f"--JupyterNotebookApp.app_settings_dir={settings}",
-               f"--LabApp.workspaces_dir={dirs['workspaces']}",
-               "--LabApp.expose_app_in_browser=True", "--JupyterNotebookApp.expose_app_in_browser=True",
-               "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={self.root_dir}",
+            f"--LabApp.app_settings_dir={settings}",
+            f"--JupyterNotebookApp.app_settings_dir={settings}",
+            f"--LabApp.workspaces_dir={dirs['workspaces']}",
+            "--LabApp.expose_app_in_browser=True",
+            "--JupyterNotebookApp.expose_app_in_browser=True",
+            "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+        ]
         if os.geteuid() == 0:
             cmd.append("--allow-root")
         self.log = open(self.log_path, "w")  # closed in stop()
-        self.proc = subprocess.Popen(cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, cwd=self.root_dir)
+        self.proc = subprocess.Popen(
+            cmd, env=env, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.root_dir
+        )
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -148,8 +166,9 @@ class Server:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def api(self, method, path, timeout=10):
-        request = urllib.request.Request(self.base + path, method=method,
-                                         headers={"Authorization": f"token {self.token}"})
+        request = urllib.request.Request(
+            self.base + path, method=method, headers={"Authorization": f"token {self.token}"}
+        )
         with urllib.request.urlopen(request, timeout=timeout) as response:
             body = response.read()
         return json.loads(body) if body else None
@@ -470,14 +489,16 @@ def problems_on_page(cells):
                 problems.append(f"{where} shows an image that did not load")
             elif image["ink"] < BLANK:
                 problems.append(f"{where} shows a blank image ({image['ink']:.2%} of its pixels drawn)")
-        expected_images = sum("image/png" in o.get("data", {}) or "image/jpeg" in o.get("data", {})
-                              for o in cell["outputs"])
+        expected_images = sum(
+            "image/png" in o.get("data", {}) or "image/jpeg" in o.get("data", {}) for o in cell["outputs"]
+        )
         if len(cell["images"]) < expected_images:
             problems.append(f"{where}: {expected_images} image outputs but {len(cell['images'])} <img> shown")
         expected_widgets = sum(WIDGET_VIEW in o.get("data", {}) for o in cell["outputs"])
         if cell["widget_views_rendered"] < expected_widgets:
-            problems.append(f"{where}: {expected_widgets} widget outputs but "
-                            f"{cell['widget_views_rendered']} rendered widgets")
+            problems.append(
+                f"{where}: {expected_widgets} widget outputs but {cell['widget_views_rendered']} rendered widgets"
+            )
         for phrase in ("Error displaying widget", "model not found", "Traceback (most recent call last)"):
             if phrase in cell["text"]:
                 problems.append(f"{where} shows {phrase!r}")
@@ -526,15 +547,17 @@ def exercise_explorer(page, server, rel, index):
     for action in move_control(page, index):
         action()
         try:
-            wait_until(lambda: page.evaluate(SIGNATURE_JS, index) != before, timeout=10,
-                       what="the widget's output to change")
+            wait_until(
+                lambda: page.evaluate(SIGNATURE_JS, index) != before, timeout=10, what="the widget's output to change"
+            )
             changed = True
             break
         except AssertionError:
             continue  # e.g. End on a slider already at its end: try the next move
     wait_until(lambda: server.kernel_state(rel) == "idle", timeout=60, what="the kernel after the widget")
-    wait_until(lambda: page.evaluate(EXPLORER_TEXT_JS, index)["images_ok"], timeout=10,
-               what="the widget's new picture to load")
+    wait_until(
+        lambda: page.evaluate(EXPLORER_TEXT_JS, index)["images_ok"], timeout=10, what="the widget's new picture to load"
+    )
     seen = page.evaluate(EXPLORER_TEXT_JS, index)
     if not changed:
         problems.append(f"widget {index}: its output did not change when a control moved")
@@ -552,8 +575,9 @@ def live_training_problems(page, notebook, rel):
     problems = [f"a progress bar stopped at {width or '0%'} of its run" for width in live["bars"] if width != "100%"]
     problems += ["a live curve (an SVG in a widget) has no line" for lines in live["curves"] if lines == 0]
     if "training_monitor(" in notebook.read_text(encoding="utf-8") and not (live["bars"] and live["curves"]):
-        problems.append(f"the training monitor did not render: {len(live['bars'])} progress bars, "
-                        f"{len(live['curves'])} curves")
+        problems.append(
+            f"the training monitor did not render: {len(live['bars'])} progress bars, {len(live['curves'])} curves"
+        )
     return problems
 
 
@@ -621,8 +645,10 @@ def check_notebook(page, server, notebook, interface):
         if has_widget(notebook) and not explorers:
             problems.append("the notebook shows a widget but no explorer (a control above an output) was found")
         lap("widgets")
-        print(f"{interface} {notebook.name}: {progress['counted']}/{progress['code']} code cells ran, "
-              f"{len(explorers)} explorer(s) moved")
+        print(
+            f"{interface} {notebook.name}: {progress['counted']}/{progress['code']} code cells ran, "
+            f"{len(explorers)} explorer(s) moved"
+        )
     finally:
         try:  # a picture for a person, also (and especially) when something failed
             screenshot(page, rel, shot)
@@ -659,7 +685,8 @@ def check_opening_leaves_notebook_alone(page, server, notebook):
         wait_until(lambda: server.kernel_state(rel) == "idle", timeout=90, what="the kernel to start")
         page.wait_for_timeout(2000)  # anything JupyterLab rewrites on opening happens by now
         assert not page.evaluate(DIRTY_JS, rel), (
-            f"{rel} is marked modified as soon as it opens: autosave would rewrite it (make execute tidies it)")
+            f"{rel} is marked modified as soon as it opens: autosave would rewrite it (make execute tidies it)"
+        )
         assert not page.evaluate(SAVE_JS, rel)
         changed = notebook.read_bytes() != original
     finally:
@@ -673,7 +700,6 @@ def check_opening_leaves_notebook_alone(page, server, notebook):
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)
 def test_opening_a_notebook_leaves_it_unmodified(page, server, notebook):
     check_opening_leaves_notebook_alone(page, server, notebook)
-
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)

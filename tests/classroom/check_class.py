@@ -24,7 +24,6 @@ LEARNERS (default 5), CLASS_TEST_KEEP=1 keeps the hub's folder (.class-test/run-
 import json
 import os
 import subprocess
-import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -33,12 +32,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "deploy"))
-
-from class_link import nbgitpuller_link  # noqa: E402
-from hub import CLASS_DIR, GIT_ID, REPO_NAME, ROOT, Hub, git, memory, publish_workshop  # noqa: E402
-from learner import Learner  # noqa: E402
+# deploy/ is on the path by pyproject.toml's pytest pythonpath, this file's folder as the folder of a test file
+from class_link import nbgitpuller_link
+from hub import CLASS_DIR, GIT_ID, REPO_NAME, ROOT, Hub, git, memory, publish_workshop
+from learner import Learner
 
 LEARNERS = int(os.environ.get("LEARNERS", "5"))
 NAMES = sorted(p.stem for p in (ROOT / "notebooks").glob("*.ipynb"))
@@ -59,8 +56,11 @@ def code_source(cell):
 
 def exercise_cell(notebook):
     """Index of the first exercise stub (a code cell that raises NotImplementedError)."""
-    return next(i for i, c in enumerate(notebook["cells"])
-                if c["cell_type"] == "code" and "raise NotImplementedError" in code_source(c))
+    return next(
+        i
+        for i, c in enumerate(notebook["cells"])
+        if c["cell_type"] == "code" and "raise NotImplementedError" in code_source(c)
+    )
 
 
 def with_first_line(source, suffix):
@@ -98,15 +98,17 @@ class Report:
             columns = [(p, max(14, len(p) + 2)) for p in phases]
             terminalreporter.write_line(f"{'learner':<10}" + "".join(f"{p:>{w}}" for p, w in columns))
             for name, times in sorted(room.times.items()):
-                terminalreporter.write_line(f"{name:<10}" + "".join(f"{times.get(p, float('nan')):>{w}.1f}"
-                                                                    for p, w in columns))
+                terminalreporter.write_line(
+                    f"{name:<10}" + "".join(f"{times.get(p, float('nan')):>{w}.1f}" for p, w in columns)
+                )
         if room.memory:
             terminalreporter.section("memory per learner after both notebooks, both kernels running (MiB)")
             terminalreporter.write_line(f"{'learner':<10}{'process':<36}{'RSS':>8}{'PSS':>8}{'peak RSS':>10}")
             for name, procs in sorted(room.memory.items()):
                 for proc, mem in procs.items():
-                    terminalreporter.write_line(f"{name:<10}{proc:<36}{mem['rss']:>8.0f}{mem['pss']:>8.0f}"
-                                                f"{mem['peak']:>10.0f}")
+                    terminalreporter.write_line(
+                        f"{name:<10}{proc:<36}{mem['rss']:>8.0f}{mem['pss']:>8.0f}{mem['peak']:>10.0f}"
+                    )
                 total = {k: sum(m[k] for m in procs.values()) for k in ("rss", "pss")}
                 terminalreporter.write_line(f"{name:<10}{'total':<36}{total['rss']:>8.0f}{total['pss']:>8.0f}")
 
@@ -134,8 +136,10 @@ def learner_session(room, learner, start_line):
     training = learner.run_notebook(nb_path(TRAINING))
     training_done = time.monotonic()
     room.times[learner.name] = {
-        "server ready": learner.marks["server ready"] - t0, "pulled": learner.marks["pulled"] - t0,
-        "first output": setup.first_output_at - t0, f"{SETUP} done": setup_done - t0,
+        "server ready": learner.marks["server ready"] - t0,
+        "pulled": learner.marks["pulled"] - t0,
+        "first output": setup.first_output_at - t0,
+        f"{SETUP} done": setup_done - t0,
         f"{TRAINING} done": training_done - t0,
     }
     # the learner's own work: a changed line in an exercise cell, and a notebook of their own
@@ -160,8 +164,9 @@ def test_every_learner_runs_the_notebooks_on_one_hub(room):
             assert not run.errors, f"{learner.name}: {run.path}: {run.errors}"
             n_code = sum(c["cell_type"] == "code" for c in learner.read_notebook(run.path)["cells"])
             assert len(run.cells) == n_code, f"{learner.name}: {run.path} ran {len(run.cells)} of {n_code} cells"
-        widget_shown = any("application/vnd.jupyter.widget-view+json" in o.get("data", {})
-                           for c in training.cells for o in c.outputs)
+        widget_shown = any(
+            "application/vnd.jupyter.widget-view+json" in o.get("data", {}) for c in training.cells for o in c.outputs
+        )
         assert widget_shown, f"{learner.name}: {TRAINING} showed no widget"
     for name, procs in room.hub.learner_processes().items():
         assert set(procs["kernels"]) == set(kernels[name]), f"{name}: kernels {procs['kernels']}"
@@ -171,8 +176,9 @@ def test_every_learner_runs_the_notebooks_on_one_hub(room):
     assert sorted(room.memory) == sorted(learner.name for learner in room.learners)
     for learner in room.learners:
         home = room.home(learner)
-        room.before_update[learner.name] = {str(p.relative_to(home)): p.read_bytes()
-                                            for p in home.rglob("*") if p.is_file() and ".git" not in p.parts}
+        room.before_update[learner.name] = {
+            str(p.relative_to(home)): p.read_bytes() for p in home.rglob("*") if p.is_file() and ".git" not in p.parts
+        }
     room.step_done.add(1)
 
 
@@ -192,8 +198,11 @@ def instructor_fixes(remote, learners_copy):
     last_markdown = max(i for i, c in enumerate(training.cells) if c.cell_type == "markdown")
     assert last_markdown > exercise + 2, "the markdown fix must be cells away from the learners' line"
     training.cells[last_markdown].source += f"\n\n{FIX}"
-    rerun = [i for i, (ours, theirs) in enumerate(zip(training.cells, learners_copy.cells, strict=True))
-             if ours.cell_type == "code" and abs(i - exercise) > 1 and ours.outputs != theirs.outputs]
+    rerun = [
+        i
+        for i, (ours, theirs) in enumerate(zip(training.cells, learners_copy.cells, strict=True))
+        if ours.cell_type == "code" and abs(i - exercise) > 1 and ours.outputs != theirs.outputs
+    ]
     assert rerun, "the learners' run changed no outputs: this step would test less than it says"
     training.cells[rerun[0]].source = with_first_line(training.cells[rerun[0]].source, f"  # {FIX}")
     training.cells[exercise].source = with_first_line(training.cells[exercise].source, INSTRUCTOR_LINE)

@@ -37,8 +37,9 @@ PAGE = 1 << 12  # bytes
 
 
 def git(*args, cwd):
-    return subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          stdin=subprocess.DEVNULL).stdout
+    return subprocess.run(
+        ["git", *args], cwd=cwd, check=True, capture_output=True, text=True, stdin=subprocess.DEVNULL
+    ).stdout
 
 
 def publish_workshop(folder):
@@ -68,7 +69,7 @@ def free_port():
 def _stat_fields(pid):
     """Fields of /proc/<pid>/stat after the command name (which may hold spaces)."""
     text = Path(f"/proc/{pid}/stat").read_text()
-    return text[text.rindex(")") + 2:].split()
+    return text[text.rindex(")") + 2 :].split()
 
 
 def start_time(pid):
@@ -152,8 +153,9 @@ def processes(hub_pid):
 class Hub:
     """JupyterHub with a throwaway state folder; `with Hub(...) as hub:` stops it whatever happens."""
 
-    def __init__(self, state=None, user_env=None, cull=None, kernel_cull=None, activity_interval=None,
-                 keep_state=False):
+    def __init__(
+        self, state=None, user_env=None, cull=None, kernel_cull=None, activity_interval=None, keep_state=False
+    ):
         if not (USER_BIN / "jupyterhub-singleuser").exists() or not PROXY.exists():
             raise RuntimeError(f"{CLASS_DIR} is not set up: run `make class-test` (it installs the hub first)")
         self.state = Path(state or tempfile.mkdtemp(prefix="run-", dir=CLASS_DIR))
@@ -161,13 +163,21 @@ class Hub:
         self.token = os.urandom(16).hex()
         self.port, self.api_port, self.proxy_api_port = free_port(), free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.env = dict(os.environ, CLASS_HUB_STATE=str(self.state), CLASS_HUB_USER_BIN=str(USER_BIN),
-                        CLASS_HUB_PORT=str(self.port), CLASS_HUB_API_PORT=str(self.api_port),
-                        CLASS_HUB_PROXY_API_PORT=str(self.proxy_api_port), CLASS_HUB_PROXY=str(PROXY),
-                        CLASS_HUB_TOKEN=self.token, CLASS_HUB_PYTHON=sys.executable,
-                        CLASS_HUB_USER_ENV=json.dumps(user_env or {}), CLASS_HUB_CULL=cull or "",
-                        CLASS_HUB_ACTIVITY_INTERVAL=str(activity_interval or ""),
-                        CLASS_HUB_KERNEL_CULL=kernel_cull or "")
+        self.env = dict(
+            os.environ,
+            CLASS_HUB_STATE=str(self.state),
+            CLASS_HUB_USER_BIN=str(USER_BIN),
+            CLASS_HUB_PORT=str(self.port),
+            CLASS_HUB_API_PORT=str(self.api_port),
+            CLASS_HUB_PROXY_API_PORT=str(self.proxy_api_port),
+            CLASS_HUB_PROXY=str(PROXY),
+            CLASS_HUB_TOKEN=self.token,
+            CLASS_HUB_PYTHON=sys.executable,
+            CLASS_HUB_USER_ENV=json.dumps(user_env or {}),
+            CLASS_HUB_CULL=cull or "",
+            CLASS_HUB_ACTIVITY_INTERVAL=str(activity_interval or ""),
+            CLASS_HUB_KERNEL_CULL=kernel_cull or "",
+        )
         for name in ("MPLBACKEND", "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH", "JUPYTER_PATH", "PYTHONPATH"):
             self.env.pop(name, None)  # nothing from the caller's environment reaches the learners
         self.proc = None
@@ -185,9 +195,14 @@ class Hub:
         (self.state / "home").mkdir(parents=True, exist_ok=True)
         self.log_path = self.state / "jupyterhub.log"
         self.log = open(self.log_path, "w")  # closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)], cwd=self.state,
-                                     env=self.env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "jupyterhub", "-f", str(CONFIG)],
+            cwd=self.state,
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
@@ -206,8 +221,9 @@ class Hub:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
 
     def api(self, method, path, **kwargs):
-        response = requests.request(method, f"{self.url}/hub/api{path}", timeout=60,
-                                    headers={"Authorization": f"token {self.token}"}, **kwargs)
+        response = requests.request(
+            method, f"{self.url}/hub/api{path}", timeout=60, headers={"Authorization": f"token {self.token}"}, **kwargs
+        )
         response.raise_for_status()
         return response.json() if response.content else None
 
@@ -255,8 +271,11 @@ class Hub:
             try:
                 for user in self.api("GET", "/users"):
                     if user["servers"]:
-                        requests.delete(f"{self.url}/hub/api/users/{user['name']}/server", timeout=60,
-                                        headers={"Authorization": f"token {self.token}"})
+                        requests.delete(
+                            f"{self.url}/hub/api/users/{user['name']}/server",
+                            timeout=60,
+                            headers={"Authorization": f"token {self.token}"},
+                        )
             except requests.RequestException:
                 pass
             self.proc.send_signal(signal.SIGTERM)

@@ -41,21 +41,33 @@ c.Spawner.http_timeout = 300
 
 # The test's own token (a service): reads which servers run and stops them at the end.
 c.JupyterHub.services = [{"name": "class-test", "api_token": os.environ["CLASS_HUB_TOKEN"]}]
-c.JupyterHub.load_roles = [{"name": "class-test", "services": ["class-test"],
-                            "scopes": ["admin:users", "admin:servers", "list:users"]}]
+c.JupyterHub.load_roles = [
+    {"name": "class-test", "services": ["class-test"], "scopes": ["admin:users", "admin:servers", "list:users"]}
+]
 
 # Optional: jupyterhub-idle-culler, as a real hub would run it (CLASS_HUB_CULL="timeout every").
 # The benchmark shrinks the time scale: servers report activity every few seconds instead of 300.
 if os.environ.get("CLASS_HUB_CULL"):
     timeout, every = os.environ["CLASS_HUB_CULL"].split()
-    c.JupyterHub.services.append({
-        "name": "idle-culler",
-        "command": [os.environ["CLASS_HUB_PYTHON"], "-m", "jupyterhub_idle_culler",
-                    f"--timeout={timeout}", f"--cull-every={every}"],
-    })
-    c.JupyterHub.load_roles.append({"name": "idle-culler", "services": ["idle-culler"],
-                                    "scopes": ["list:users", "read:users:activity", "read:servers",
-                                               "delete:servers"]})
+    c.JupyterHub.services.append(
+        {
+            "name": "idle-culler",
+            "command": [
+                os.environ["CLASS_HUB_PYTHON"],
+                "-m",
+                "jupyterhub_idle_culler",
+                f"--timeout={timeout}",
+                f"--cull-every={every}",
+            ],
+        }
+    )
+    c.JupyterHub.load_roles.append(
+        {
+            "name": "idle-culler",
+            "services": ["idle-culler"],
+            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+        }
+    )
 if os.environ.get("CLASS_HUB_ACTIVITY_INTERVAL"):
     interval = int(os.environ["CLASS_HUB_ACTIVITY_INTERVAL"])
     c.JupyterHub.last_activity_interval = interval  # how often the hub reads the proxy's activity
@@ -64,5 +76,7 @@ if os.environ.get("CLASS_HUB_ACTIVITY_INTERVAL"):
 # (CLASS_HUB_KERNEL_CULL="timeout interval"), as the README suggests for a workshop.
 if os.environ.get("CLASS_HUB_KERNEL_CULL"):
     timeout, interval = os.environ["CLASS_HUB_KERNEL_CULL"].split()
-    c.Spawner.args += [f"--MappingKernelManager.cull_idle_timeout={timeout}",
-                       f"--MappingKernelManager.cull_interval={interval}"]
+    c.Spawner.args += [
+        f"--MappingKernelManager.cull_idle_timeout={timeout}",
+        f"--MappingKernelManager.cull_interval={interval}",
+    ]

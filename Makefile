@@ -125,12 +125,12 @@ api-docs: $(LAB_STAMP)  ## write docs/helpers-api.md and docs/exercise-feedback.
 # remove-notebook deletes exactly what it made, and refuses files edited since unless FORCE=1.
 .PHONY: new-notebook remove-notebook
 # Both rewrite docs/helpers-api.md and docs/exercise-feedback.md, which list every exercise (and explorer).
-new-notebook: $(LAB_STAMP)  ## NN=12 NAME=cross_attention [MINUTES=40]: scaffold a notebook (docs/adding-a-notebook.md)
+new-notebook: $(TEST_STAMP)  ## NN=12 NAME=cross_attention [MINUTES=40]: scaffold a notebook (docs/adding-a-notebook.md)
 	$(BIN)/python tools/new_notebook.py create "$(NN)" "$(NAME)" $(if $(MINUTES),--minutes "$(MINUTES)",)
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
 
-remove-notebook: $(LAB_STAMP)  ## NN=12 NAME=cross_attention [FORCE=1]: remove what the scaffold made
+remove-notebook: $(TEST_STAMP)  ## NN=12 NAME=cross_attention [FORCE=1]: remove what the scaffold made
 	$(BIN)/python tools/new_notebook.py remove "$(NN)" "$(NAME)" $(if $(FORCE),--force,)
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py

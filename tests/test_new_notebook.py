@@ -237,6 +237,20 @@ def test_an_existing_notebook_is_never_overwritten(repo):
     assert snapshot(repo) == before
 
 
+@pytest.mark.parametrize("name", [NAME, "x", "a_long_name_of_thirty_letters1"])
+def test_the_new_python_files_pass_make_lint(repo, name):
+    """ruff check and ruff format --check, as make lint runs them, with the copy's pyproject.toml: the scaffold
+    lays its files out with ruff format, whatever the length of NAME."""
+    assert scaffold(repo, "create", NN, name, "--no-execute")[0] == 0
+    module = f"nb{NN}_{name}"
+    files = [f"helpers/checks/{module}.py", f"helpers/widgets/{module}.py", f"tests/test_{module}.py"]
+    for command in (["check"], ["format", "--check"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "ruff", *command, *files], cwd=repo, capture_output=True, text=True
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+
+
 def test_remove_restores_the_tree_byte_for_byte(repo):
     before = snapshot(repo)
     assert scaffold(repo, "create", NN, NAME, "--no-execute")[0] == 0

@@ -17,7 +17,7 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test quick test-oldest setup setup-test lint unit nbval nbval-second execute clear-outputs times clean \
-        help chromium browser-test deploy-test class-test class-size class-link api-docs
+        help chromium browser-test deploy-test class-test class-size class-link api-docs release
 
 # `make help` prints the `##` text after each target below: describe a new target there
 help:  ## this list
@@ -119,6 +119,11 @@ times: $(TEST_STAMP)  ## seconds per notebook (benchmarks/notebook_times.py)
 api-docs: $(LAB_STAMP)  ## write docs/helpers-api.md and docs/exercise-feedback.md from the helpers
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
+
+# A release: the version in pyproject.toml and every notebook's first cell (which installs its tag on Colab),
+# one commit, the tag vX.Y.Z; never pushed (CONTRIBUTING.md, "Releasing"). Any python3: the standard library only.
+release:  ## VERSION=X.Y.Z: bump the version everywhere, commit, tag vX.Y.Z (then push the tag yourself)
+	@$(PYTHON) tools/release.py "$(VERSION)"
 
 # A new notebook with its checks/ and widgets/ modules, its test file and its README row, executed
 # as `make execute` does (tools/new_notebook.py; docs/adding-a-notebook.md). It never overwrites;

@@ -10,6 +10,7 @@ Plotting, widgets and exercise checks: `from helpers import plotting, widgets, c
 import numpy as _np
 
 from helpers.environment import REQUIREMENTS as _REQUIREMENTS  # stdlib only: safe to import this early
+from helpers.environment import helpers_version as _helpers_version
 from helpers.environment import version_tuple as _version_tuple
 
 MIN_NUMPY = _REQUIREMENTS["numpy"]  # the same minimum as requirements.txt (a test keeps them in step)
@@ -25,7 +26,9 @@ from helpers.masking import causal_mask, padding_mask  # noqa: E402
 from helpers.multihead import MultiHeadAttention, merge_heads, split_heads  # noqa: E402
 from helpers.positional import sinusoidal_positional_encoding  # noqa: E402
 
-__version__ = "0.1.0"
+# pyproject.toml's version, written only there (environment.helpers_version says where it is read from); every
+# notebook's first cell compares it with the version the notebook was written for
+__version__ = _helpers_version()
 
 __all__ = [
     "softmax",

@@ -5,11 +5,15 @@ Each check gives a `Check` line ([OK] or [FAIL]) and, for a FAIL, the line that 
 a bare `pip` in a terminal may install into another one (`make lab` runs .venv's Jupyter without
 activating .venv, so a terminal's `pip` is usually the system's).
 The minimum versions mirror requirements.txt (a test keeps the two in step).
+Also where the helpers' own version comes from (`helpers.__version__`, which every first cell compares with
+the release the notebook was written for): pyproject.toml in a source tree, the installed metadata elsewhere.
 """
 
 import importlib.metadata
+import re
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 MIN_PYTHON = (3, 10)
 
@@ -26,6 +30,41 @@ REQUIREMENTS = {
 # what Colab provides itself and must not be changed there: it has no JupyterLab, and its
 # google-colab package pins ipykernel (6.17.1 in 2025): upgrading it would break the runtime
 LEFT_TO_COLAB = {"jupyterlab", "ipykernel"}
+
+DISTRIBUTION = "attention-workshop-helpers"  # pyproject.toml's [project] name
+
+
+def pyproject_field(text, field):
+    """A string field of the [project] table in pyproject.toml's text (`name`, `version`), or None.
+
+    A regular expression, not tomllib: tomllib is Python 3.11+, and the workshop runs on 3.10.
+    """
+    table = re.search(r"^\[project\][ \t]*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+    value = table and re.search(rf'^{field}\s*=\s*"([^"]*)"', table.group(1), re.M)
+    return value.group(1) if value else None
+
+
+def helpers_version(package_dir=None):
+    """The version of the helpers package in `package_dir` (default: the one imported), "unknown" if none is found.
+
+    In a source tree (a clone, on a hub, `make lab`'s editable install) it is pyproject.toml's beside the package:
+    the files that run are that tree's, whatever pip recorded when it last installed it (an editable install's
+    metadata keeps the version of its install until it is reinstalled). Elsewhere (Colab's non-editable install) it is
+    the installed distribution's, if that distribution holds these very files.
+    """
+    package_dir = Path(package_dir or Path(__file__).parent).resolve()
+    pyproject = package_dir.parent / "pyproject.toml"
+    if pyproject.is_file():
+        text = pyproject.read_text(encoding="utf-8")
+        if pyproject_field(text, "name") == DISTRIBUTION and pyproject_field(text, "version"):
+            return pyproject_field(text, "version")
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+    if Path(dist.locate_file(f"{package_dir.name}/__init__.py")).resolve() == package_dir / "__init__.py":
+        return dist.version
+    return "unknown"
 
 
 @dataclass

@@ -61,9 +61,14 @@ def test_bootstrap_installs_with_no_deps_and_names_none_of_colabs_packages():
             assert not any(re.match(rf"{re.escape(package)}\b", q) for q in quoted), f"{package} in: {line}"
 
 
-def test_setup_check_passes_with_colabs_versions(monkeypatch):
+RUNTIMES = deploy_module().COLAB_RUNTIMES
+
+
+@pytest.mark.parametrize("runtime", sorted(RUNTIMES))
+def test_setup_check_passes_with_colabs_versions(monkeypatch, runtime):
     """00_setup_check on Colab: no [FAIL] for a package that Colab pins and a learner must not upgrade."""
-    colab = {**deploy_module().COLAB_VERSIONS, "safetensors": "0.5.3", "tokenizers": "0.21.1"}
+    # where Colab lacks safetensors or tokenizers, the bootstrap installs their newest: at least these
+    colab = {"safetensors": "0.5.3", "tokenizers": "0.21.1", **RUNTIMES[runtime]["versions"]}
     real_version = importlib.metadata.version
 
     def version(name):
@@ -78,8 +83,11 @@ def test_setup_check_passes_with_colabs_versions(monkeypatch):
     assert not failed, failed
 
 
-def test_colab_preset_is_ipywidgets_7():
-    assert deploy_module().COLAB_VERSIONS["ipywidgets"].startswith("7.7")
+def test_colab_runtimes_are_ipywidgets_7_today_on_python_3_13_and_one_before():
+    assert all(r["versions"]["ipywidgets"].startswith("7.7") for r in RUNTIMES.values())
+    assert RUNTIMES["today"]["python"] == "3.13" and set(RUNTIMES) == {"today", "previous"}
+    for name in ("numpy", "matplotlib", "ipykernel", "ipython"):
+        assert {name} <= set(RUNTIMES["today"]["versions"]) & set(RUNTIMES["previous"]["versions"])
 
 
 def test_binder_postbuild_is_executable():

@@ -4,16 +4,19 @@ Binder: a venv gets exactly what Binder's pip step installs (the `pip:` list of
 environment.yml), then postBuild runs as Binder runs it; every import the notebooks make
 must work there, the widget front end must be there, torch must not, and 00 must run clean.
 
-Colab: a venv holds Colab's own versions of the packages the workshop touches (ipywidgets
-7.7, ipykernel 6.17, ...). A fake `google.colab` module is imported at kernel start-up (as
-Colab's kernel does), so the notebooks' bootstrap cell takes its Colab branch, and git is
-told to fetch the repository URL written in that cell from a local snapshot of this work
-tree (`url.<snapshot>.insteadOf`), so the cell's `pip install git+<URL>` runs unchanged.
-nbval then runs every notebook, copied alone into a folder (as Colab opens them).
-Colab's numpy, matplotlib, ipywidgets and ipykernel must be untouched afterwards.
+Colab, in two runtimes: today's (Python 3.13, numpy 2.1.3, ...) and the previous one, which a
+notebook can still choose (Runtime → Change runtime type → Runtime version). For each, a venv on
+that Python holds Colab's own versions of the packages the workshop touches (ipywidgets 7.7,
+ipykernel 6.17, ...). A fake `google.colab` module is imported at kernel start-up (as Colab's
+kernel does), so the notebooks' bootstrap cell takes its Colab branch, and git is told to fetch
+the repository URL written in that cell from a local snapshot of this work tree
+(`url.<snapshot>.insteadOf`), tagged with pyproject.toml's version as a release would be, so the
+cell's `pip install git+<URL>@v<VERSION>` runs unchanged. nbval then runs every notebook, copied
+alone into a folder (as Colab opens them). Colab's own packages must be untouched afterwards.
 
 These build venvs and take minutes: `make deploy-test` runs them, `make test` does not (the
-file name does not start with test_). Settings: COLAB_TEST_NOTEBOOKS (names, comma separated).
+file name does not start with test_). Settings: COLAB_TEST_NOTEBOOKS (names, comma separated),
+COLAB_TEST_RUNTIMES (today,previous).
 """
 
 import ast
@@ -24,35 +27,49 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
+
+from helpers.environment import pyproject_field
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
-# What Colab ships of the packages the workshop uses (its google-colab package pins
-# ipykernel 6.17.1 and ipython 7.34.0; ipywidgets is 7.7.1, the classic notebook 6.5).
-# The bootstrap must leave them alone.
-COLAB_VERSIONS = {
-    "numpy": "2.0.2",
-    "matplotlib": "3.10.0",
-    "ipywidgets": "7.7.1",
-    "ipykernel": "6.17.1",
-    "ipython": "7.34.0",
-    "notebook": "6.5.7",
+# What Colab ships of the packages the workshop uses, in the runtime it runs today and in the previous one, which a
+# notebook can still pin. Its google-colab package pins ipykernel 6.17.1 and IPython 7.34.0; ipywidgets is 7.7.1 and
+# the classic notebook 6.5. The bootstrap must leave all of them alone (safetensors and tokenizers too, where Colab has
+# them; the previous runtime as modelled here has neither, and the bootstrap installs them).
+COLAB_RUNTIMES = {
+    "today": {
+        "python": "3.13",
+        "versions": {
+            "numpy": "2.1.3",
+            "matplotlib": "3.10.0",
+            "ipywidgets": "7.7.1",
+            "ipykernel": "6.17.1",
+            "ipython": "7.34.0",
+            "notebook": "6.5.7",
+            "safetensors": "0.8.0",
+            "tokenizers": "0.22.2",
+        },
+    },
+    "previous": {
+        "python": "3.11",
+        "versions": {
+            "numpy": "2.0.2",
+            "matplotlib": "3.10.0",
+            "ipywidgets": "7.7.1",
+            "ipykernel": "6.17.1",
+            "ipython": "7.34.0",
+            "notebook": "6.5.7",
+        },
+    },
 }
-COLAB_PRESET = [f"{name}=={version}" for name, version in COLAB_VERSIONS.items()]
-COLAB_UNTOUCHED = [
-    "numpy",
-    "matplotlib",
-    "ipywidgets",
-    "widgetsnbextension",
-    "jupyterlab_widgets",
-    "ipykernel",
-    "ipython",
-]
+# installed with ipywidgets 7.7.1 as its dependencies, and as much Colab's as the rest
+WIDGET_PARTS = ["widgetsnbextension", "jupyterlab_widgets"]
 COPY_IGNORE = shutil.ignore_patterns(
     ".venv",
     ".git",
@@ -85,9 +102,48 @@ def base_python():
     return getattr(sys, "_base_executable", sys.executable)
 
 
-def make_venv(path):
-    run([base_python(), "-m", "venv", path])
+def make_venv(path, python=None):
+    run([python or base_python(), "-m", "venv", path])
     return Path(path) / "bin" / "python"
+
+
+def python_version(python):
+    return run([python, "-c", "import sys; print(*sys.version_info[:3], sep='.')"]).stdout.strip()
+
+
+def find_python(version):
+    """An interpreter X.Y that can make venvs: this venv's own, pythonX.Y on the PATH, or pyenv's newest X.Y."""
+    pyenv = sorted(
+        Path.home().glob(f".pyenv/versions/{version}.*/bin/python{version}"),
+        key=lambda p: tuple(int(n) for n in p.parts[-3].split(".") if n.isdigit()),
+    )
+    for candidate in [base_python(), shutil.which(f"python{version}"), *reversed(pyenv)]:
+        if not candidate:
+            continue
+        works = subprocess.run(
+            [candidate, "-c", "import venv, ensurepip, sys; print(*sys.version_info[:2], sep='.')"],
+            capture_output=True,
+            text=True,
+        )
+        if works.returncode == 0 and works.stdout.strip() == version:
+            return candidate
+    pytest.fail(
+        f"Colab's runtime needs Python {version}, and none was found: install it (pyenv install {version})",
+        pytrace=False,
+    )
+
+
+def colab_runtimes():
+    """The runtimes to model: every one, or those named in COLAB_TEST_RUNTIMES."""
+    names = [n.strip() for n in os.environ.get("COLAB_TEST_RUNTIMES", "").split(",") if n.strip()]
+    unknown = set(names) - set(COLAB_RUNTIMES)
+    assert not unknown, f"COLAB_TEST_RUNTIMES names {sorted(unknown)}: choose from {sorted(COLAB_RUNTIMES)}"
+    return names or list(COLAB_RUNTIMES)
+
+
+def pyproject_version():
+    """The version every first cell installs the tag of (tests/test_release.py checks that they agree)."""
+    return pyproject_field((ROOT / "pyproject.toml").read_text(encoding="utf-8"), "version")
 
 
 def pip(python, *args):
@@ -263,13 +319,17 @@ FAKE_COLAB = '''"""Stands in for Colab's google.colab package: the notebooks onl
 '''
 
 
-@pytest.fixture(scope="module")
-def colab(tmp_path_factory):
-    """A Colab-like venv, a local stand-in for the repository URL, then nbval through the bootstrap."""
-    tmp = tmp_path_factory.mktemp("colab")
-    python = make_venv(tmp / "venv")
-    pip(python, "install", "--quiet", *COLAB_PRESET, "pytest", "nbval")
-    before = versions(python, COLAB_UNTOUCHED)
+@pytest.fixture(scope="module", params=colab_runtimes())
+def colab(request, tmp_path_factory):
+    """A venv of one Colab runtime, a local stand-in for the repository URL, then nbval through the bootstrap."""
+    runtime = COLAB_RUNTIMES[request.param]
+    started = time.monotonic()
+    tmp = tmp_path_factory.mktemp(f"colab-{request.param}")
+    python = make_venv(tmp / "venv", find_python(runtime["python"]))
+    preset = [f"{name}=={version}" for name, version in runtime["versions"].items()]
+    pip(python, "install", "--quiet", *preset, "pytest", "nbval")
+    untouched = [*runtime["versions"], *WIDGET_PARTS]
+    before = versions(python, untouched)
 
     # google.colab importable, and imported when a kernel starts (Colab's kernel does import it)
     fake = tmp / "fake-colab"
@@ -289,6 +349,7 @@ def colab(tmp_path_factory):
     run([*git, "init", "-q"])
     run([*git, "add", "-A"])
     run([*git, "commit", "-q", "-m", "snapshot for the Colab test"])
+    run([*git, "tag", f"v{pyproject_version()}"])  # the release the first cell installs
     gitconfig = tmp / "gitconfig"
     gitconfig.write_text(f'[url "file://{snapshot}"]\n\tinsteadOf = {bootstrap_repo_url()}\n')
 
@@ -309,6 +370,7 @@ def colab(tmp_path_factory):
     helpers_before = (
         subprocess.run([python, "-c", "import helpers"], cwd=content, env=env, capture_output=True).returncode == 0
     )
+    installed = time.monotonic()
     nbval = subprocess.run(
         [
             python,
@@ -332,10 +394,13 @@ def colab(tmp_path_factory):
         stdin=subprocess.DEVNULL,
     )
     return {
+        "runtime": request.param,
         "python": python,
         "env": env,
+        "untouched": untouched,
         "before": before,
-        "after": versions(python, COLAB_UNTOUCHED),
+        "after": versions(python, untouched),
+        "seconds": (installed - started, time.monotonic() - installed),
         "nbval": nbval,
         "notebooks": notebooks,
         "helpers_before": helpers_before,
@@ -349,13 +414,19 @@ def test_colab_runs_every_notebook_including_widget_notebooks():
     assert any(has_widget(p) for p in chosen), "no notebook with a widget to run under ipywidgets 7.7"
 
 
-def test_colab_notebooks_pass_nbval_through_the_bootstrap(colab):
+def test_colab_notebooks_pass_nbval_through_the_bootstrap(colab, capsys):
     assert not colab["helpers_before"], "helpers was importable before the bootstrap: the test proves nothing"
     result = colab["nbval"]
     if result.returncode != 0:
         report = re.sub(r"\x1b\[[0-9;]*m", "", result.stdout)[-8000:]
-        pytest.fail(f"nbval on Colab-like ipywidgets 7.7 failed:\n{report}", pytrace=False)
-    print(result.stdout.strip().splitlines()[-1])
+        pytest.fail(f"nbval on Colab's {colab['runtime']} runtime failed:\n{report}", pytrace=False)
+    with capsys.disabled():
+        found = versions(colab["python"], ["numpy"])["numpy"]
+        summary = result.stdout.strip().splitlines()[-1]
+        print(
+            f"\nColab {colab['runtime']} (Python {python_version(colab['python'])}, numpy {found}): "
+            f"venv {colab['seconds'][0]:.0f} s, nbval {colab['seconds'][1]:.0f} s: {summary}"
+        )
 
 
 def test_colab_bootstrap_installed_the_helpers_from_the_repository_url(colab):
@@ -366,6 +437,7 @@ def test_colab_bootstrap_installed_the_helpers_from_the_repository_url(colab):
     )
     direct_url = json.loads(run([colab["python"], "-c", script], cwd=colab["content"], env=colab["env"]).stdout)
     assert direct_url["url"] == bootstrap_repo_url() and "vcs_info" in direct_url, direct_url
+    assert direct_url["vcs_info"].get("requested_revision") == f"v{pyproject_version()}", direct_url
 
 
 def test_colab_install_holds_every_helpers_module(colab):
@@ -378,15 +450,20 @@ def test_colab_install_holds_every_helpers_module(colab):
         "import importlib, json, pkgutil, helpers\n"
         "names = ['helpers'] + [m.name for m in pkgutil.walk_packages(helpers.__path__, 'helpers.')]\n"
         "for name in names:\n    importlib.import_module(name)\n"
-        "print(json.dumps({'names': sorted(names), 'file': helpers.__file__}))"
+        "print(json.dumps({'names': sorted(names), 'file': helpers.__file__, 'version': helpers.__version__}))"
     )
     found = json.loads(run([colab["python"], "-c", script], cwd=colab["content"], env=colab["env"]).stdout)
     assert "site-packages" in found["file"], found["file"]
     assert found["names"] == expected
+    assert found["version"] == pyproject_version(), "helpers.__version__ of the install is not pyproject.toml's"
 
 
-def test_colab_keeps_its_own_numpy_matplotlib_ipywidgets(colab):
+def test_colab_keeps_its_own_packages(colab):
     assert colab["after"] == colab["before"], {
-        k: (colab["before"][k], colab["after"][k]) for k in COLAB_UNTOUCHED if colab["before"][k] != colab["after"][k]
+        k: (colab["before"][k], colab["after"][k])
+        for k in colab["untouched"]
+        if colab["before"][k] != colab["after"][k]
     }
-    assert colab["before"]["ipywidgets"].startswith("7.7")
+    expected = COLAB_RUNTIMES[colab["runtime"]]["versions"]
+    assert {name: colab["before"][name] for name in expected} == expected, "the runtime is not Colab's"
+    assert python_version(colab["python"]).startswith(COLAB_RUNTIMES[colab["runtime"]]["python"] + ".")

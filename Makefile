@@ -166,7 +166,7 @@ chromium:  ## install Debian's chromium when it is missing (as root; make browse
 browser-test: $(BROWSER_STAMP) chromium  ## every notebook in JupyterLab and Notebook 7 in headless Chromium (about 6 minutes)
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -v -p no:cacheprovider tests/browser/check_in_browser.py
 
-deploy-test: $(TEST_STAMP)  ## the Binder and Colab installs, each in a fresh venv (about 5 minutes)
+deploy-test: $(TEST_STAMP)  ## Binder's install and Colab's, today's runtime and the previous, each in a fresh venv (about 5 minutes)
 	$(BIN)/python -m pytest -v -p no:cacheprovider tests/deploy/check_binder_colab.py
 
 # ---- a whole class on one JupyterHub (tests/classroom, benchmarks/class_size.py, deploy/) ----

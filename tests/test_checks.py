@@ -4,6 +4,8 @@ The exercises are read from the registry at collection time, so an exercise adde
 helpers/checks/nbNN_*.py module later is covered without touching this file.
 """
 
+import importlib
+import pkgutil
 import re
 from pathlib import Path
 
@@ -12,6 +14,7 @@ import pytest
 from _answers import define
 from _feedback import code_in, mismatch_messages, solution_code_in
 
+import helpers
 from helpers import checks
 from helpers.checks import _core
 
@@ -115,6 +118,40 @@ def test_each_mistake_gets_its_own_message(name, code, capsys):
     assert ex.hint not in printed and f"checks.hint({name!r}) gives a hint." in printed
     line = solution_code_in(printed, ex.solution)
     assert line is None, f"{name} {code}: the message gives away the solution's line {line!r}:\n{printed}"
+
+
+def _function_names():
+    """Every public helpers function with an underscore in its name, and every exercise's function."""
+    found = set(checks.EXERCISES)
+    for info in pkgutil.walk_packages(helpers.__path__, "helpers."):
+        module = importlib.import_module(info.name)
+        found |= {n for n, obj in vars(module).items() if callable(obj) and "_" in n and not n.startswith("_")}
+    return found
+
+
+FUNCTION_NAMES = _function_names()
+
+
+def functions_named_in(text, own):
+    """The numpy functions (np.x) and the helpers or exercise functions that a hint names, its own aside."""
+    numpy_names = set(re.findall(r"\bnp\.[A-Za-z_][\w.]*[A-Za-z_]", text))
+    return numpy_names | {w for w in re.findall(r"\b[a-z]+(?:_[a-z0-9]+)+\b", text) if w in FUNCTION_NAMES - {own}}
+
+
+def test_a_hint_that_names_several_functions_is_found():
+    recipe = "Take the running sums with np.cumsum, find u with np.searchsorted, or np.argmax at temperature 0."
+    assert functions_named_in(recipe, "x") == {"np.cumsum", "np.searchsorted", "np.argmax"}
+    assert functions_named_in("Split with split_heads, as in exercise 1.", "x") == {"split_heads"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_hint_names_at_most_one_function(name):
+    """A hint gives the idea (docs/adding-an-exercise.md): naming a function to look up is fine, naming the
+    functions of every step in turn is the solution in words."""
+    ex = checks.EXERCISES[name]
+    for which, text in (("hint", ex.hint), ("hint2", ex.hint2)):
+        named = functions_named_in(text, name)
+        assert len(named) <= 1, f"{name}'s {which} names {sorted(named)}: a hint names at most one function"
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -491,23 +491,26 @@ def generate():
     return "\n".join(lines).rstrip() + "\n"
 
 
+def write_or_check(path, page, check, command):
+    """Write `page` to `path`, or with check=True compare them and show the difference; the exit code."""
+    if not check:
+        path.write_text(page, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)}")
+        return 0
+    old = path.read_text(encoding="utf-8") if path.exists() else ""
+    if old == page:
+        print(f"{path.relative_to(ROOT)} is up to date")
+        return 0
+    diff = difflib.unified_diff(old.splitlines(), page.splitlines(), "committed", "generated now", lineterm="", n=1)
+    print(f"{path.relative_to(ROOT)} is out of date: run `{command}` and commit it. The difference:")
+    print("\n".join(list(diff)[:60]))
+    return 1
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/helpers-api.md is out of date")
-    args = parser.parse_args(argv)
-    page = generate()
-    if not args.check:
-        PAGE.write_text(page, encoding="utf-8")
-        print(f"wrote {PAGE.relative_to(ROOT)}")
-        return 0
-    old = PAGE.read_text(encoding="utf-8") if PAGE.exists() else ""
-    if old == page:
-        print(f"{PAGE.relative_to(ROOT)} is up to date")
-        return 0
-    diff = difflib.unified_diff(old.splitlines(), page.splitlines(), "committed", "generated now", lineterm="", n=1)
-    print(f"{PAGE.relative_to(ROOT)} is out of date: run `{COMMAND}` and commit it. The difference:")
-    print("\n".join(list(diff)[:60]))
-    return 1
+    return write_or_check(PAGE, generate(), parser.parse_args(argv).check, COMMAND)
 
 
 if __name__ == "__main__":

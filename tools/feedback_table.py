@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import numpy as np
+from api_reference import write_or_check  # tools/, this script's folder
 
 from helpers import checks  # installed in .venv by make setup (pip install --editable .)
 from helpers.checks import _core
@@ -86,17 +87,7 @@ def generate():
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the committed page is out of date")
-    args = parser.parse_args(argv)
-    page = generate()
-    if not args.check:
-        PAGE.write_text(page, encoding="utf-8")
-        print(f"wrote {PAGE.relative_to(ROOT)}")
-        return 0
-    if PAGE.exists() and PAGE.read_text(encoding="utf-8") == page:
-        print(f"{PAGE.relative_to(ROOT)} is up to date")
-        return 0
-    print(f"{PAGE.relative_to(ROOT)} is out of date: run `{COMMAND}` and commit it")
-    return 1
+    return write_or_check(PAGE, generate(), parser.parse_args(argv).check, COMMAND)
 
 
 if __name__ == "__main__":

@@ -10,9 +10,11 @@ from helpers.checks._mistakes import broadcast_clash
     notebook="01_embeddings",
     hint="The cosine is the dot product of a and b divided by the product of their two lengths; "
     "np.linalg.norm gives a vector's length.",
-    hint2="Compute three numbers: the dot product of a and b (one number, not one per dimension), the length of a "
-    "and the length of b. The cosine is the first divided by the product of the other two: put that product "
-    "in brackets, since division and multiplication run from left to right.",
+    hint2=(
+        "Try it on two vectors you can do in your head: a = (3, 4) and b = (6, 8) point the same way, so the "
+        "cosine must be exactly 1, and −1 with b = (−6, −8). If you get 25 or 0.04 instead, look at what you "
+        "divide by: the product of the two lengths, one number."
+    ),
     solution="""
         def cosine_similarity(a, b):
             return a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
@@ -136,9 +138,11 @@ def _name_what_else_came_back(got, cosine, over_the_sum, what):
     notebook="01_embeddings",
     hint="Compute the cosine of v with every row of the table at once, then find the rows with the k largest "
     "cosines, best first. np.argsort gives the order of the rows.",
-    hint2="The table (n, d) times v (d,) is n dot products, one per row; divide each by its row's length and by "
-    "v's length (np.linalg.norm along the rows gives the n lengths, shape (n,) like the dot products). "
-    "np.argsort sorts from smallest to largest: sort the negated cosines, and keep the first k row numbers.",
+    hint2=(
+        "Check the shapes on the way: the cosines of v with the table are one number per row, shape (n,), and"
+        " the answer is k row numbers, best first. np.argsort puts the smallest first, and you want the "
+        "largest. If v is itself a row of the table, that row must come out first, with cosine 1."
+    ),
     solution="""
         def nearest_neighbours(v, table, k):
             cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))  # (n, d) @ (d,) -> (n,)

@@ -15,10 +15,11 @@ def _same(got, candidate):
     notebook="02_similarity_matrix",
     hint="One matrix product compares every row of X with every row: entry (i, j) is the dot product of token "
     "i's vector with token j's. For the cosines, first divide each row by its own length (np.linalg.norm).",
-    hint2="X is (T, d). Multiply it by its own transpose on the right, (T, d) times (d, T), to get (T, T); the "
-    "other order compares the d dimensions instead of the T tokens. For cosine=True, measure the T row "
-    "lengths along the last axis and keep them as a column, shape (T, 1), so that each row is divided by "
-    "its own length; the diagonal then becomes all 1. With cosine left False, return the plain dot products.",
+    hint2=(
+        "Check the shape first: for T tokens the answer is (T, T), whatever d is; a (d, d) result compares "
+        "the dimensions, not the tokens. With cosine=True every entry on the diagonal must be exactly 1, a "
+        "token against itself: if it is not, each row was divided by something other than its own length."
+    ),
     solution="""
         def similarity_matrix(X, cosine=False):
             if cosine:
@@ -124,10 +125,12 @@ def similarity_matrix(answer):
     hint="Do what softmax_loop does, to every row at once: subtract the row's largest score, take the "
     "exponential, and divide by the row's sum. np.exp works on every entry; a max or a sum can run along "
     "one axis only.",
-    hint2="For S of shape (T_q, T_k) the row maxima and the row sums run over the last axis, the keys: T_q "
-    "numbers, one per row. Keep them as a column, shape (T_q, 1) (numpy's keepdims option does that), so "
-    "that each one is subtracted from, or divides, its own row; as shape (T_q,) numpy would line them up "
-    "with the columns. The maximum is subtracted before the exponential, the sum divides after it.",
+    hint2=(
+        "Test it on two rows that are very different, such as 1, 2, 3 and 1000, 1000, 1000: every row must "
+        "sum to 1, and the second must be a third everywhere, with no overflow. If a row is divided by "
+        "another row's sum, the T_q sums were lined up with the columns instead of the rows: they must stand "
+        "as a column, one per row."
+    ),
     solution="""
         def row_softmax(S):
             e = np.exp(S - S.max(axis=-1, keepdims=True))  # (T_q, T_k) - (T_q, 1): each row's own max
@@ -240,10 +243,11 @@ def row_softmax(answer):
     hint="Three steps, each one vectorised: the scores are the dot products of every row of X with every row "
     "(Exercise 1), the softmax of each row turns them into weights (Exercise 2), and one more matrix product "
     "averages the rows of X with those weights.",
-    hint2="X is (T, d). The scores are (T, T), and so are the weights, each row summing to 1 (subtract the row "
-    "maximum, exponentiate, divide by the row sum, all along the last axis). Then the weights (T, T) times "
-    "X (T, d) give (T, d): row i is the average of the rows of X, weighted by row i of the weights. No "
-    "scaling of the scores here: notebook 04 adds it.",
+    hint2=(
+        "Follow the shapes: X (T, d) gives scores (T, T), weights (T, T) whose rows each sum to 1, and an "
+        "output (T, d) like X. Row i of the output is an average of the rows of X, so if every row of X is "
+        "the same, the output is X itself. No scaling here: notebook 04 adds it."
+    ),
     solution="""
         def attention_without_weights(X):
             S = X @ X.T  # (T, d) @ (d, T) -> (T, T)

@@ -17,10 +17,12 @@ def _same(got, candidate):
     hint="Project X three times, once by each matrix, to get Q, K and V: a token is a row, so X comes first in "
     "each product. The scores compare every query with every key: Q times the transpose of K, one row per "
     "query.",
-    hint2="X is (T, d_model); W_q and W_k are (d_model, d_k) and W_v is (d_model, d_v). X times W_q gives Q, shape "
-    "(T, d_k), and likewise K (T, d_k) and V (T, d_v). The scores are Q (T, d_k) times K transposed "
-    "(d_k, T), shape (T, T), with row i for query i and column j for key j. Return the four in the order Q, "
-    "K, V, scores: no softmax, and no division by √d_k (that is notebook 04's subject).",
+    hint2=(
+        "Write the shapes down before the products: X is (T, d_model) and each W has d_model rows, so each "
+        "projection keeps the T rows and changes the width. The scores must be (T, T), row i for query i; a "
+        "(d_k, d_k) result compares dimensions. Return the raw scores, with no softmax and no √d_k (notebook "
+        "04's subject), after Q, K and V."
+    ),
     solution="""
         def qkv_scores(X, W_q, W_k, W_v):
             Q = X @ W_q  # (T, d_model) @ (d_model, d_k) -> (T, d_k)
@@ -159,10 +161,12 @@ def qkv_scores(answer):
     hint="Follow the formula above the exercise: each entry of the result is its weight times (its own d_weight "
     "minus the row's average of the d_weights, weighted by that row's weights). That is one sum per row, "
     "over the last axis.",
-    hint2="For weights of shape (..., T): multiply the weights and the d_weights entry by entry and sum over the "
-    "last axis, one number per row. Keep that sum as shape (..., 1) (numpy's keepdims option), so that it "
-    "is subtracted along its own row; subtract it from the d_weights, then multiply by the weights entry by "
-    "entry. The result has the shape of the weights.",
+    hint2=(
+        "Check it on a row whose answer you know: if every d_weight in the row is the same number, the result"
+        " is all zeros (adding one constant to every score changes no weight). The weighted average of a "
+        "row's d_weights is one number per row, and it belongs to its own row only: for weights of shape "
+        "(..., T) it needs the shape (..., 1)."
+    ),
     solution="""
         def softmax_backward(d_weights, weights):
             inner = np.sum(d_weights * weights, axis=-1, keepdims=True)  # (..., T, 1)

@@ -24,10 +24,12 @@ def _one_number(got, what):
     notebook="04_scaling",
     hint="q·k is a sum of d_k products q_c·k_c, independent of each other. Work out the variance of one product, "
     "then use the fact that the variances of independent terms add up.",
-    hint2="Each product q_c·k_c has mean 0, so its variance is the mean of its square: the mean of q_c² times "
-    "the mean of k_c², since q_c and k_c are independent. For a number with mean 0 and standard deviation σ, "
-    "the mean of its square is σ². The score adds d_k such products, so it adds d_k equal variances. Return "
-    "the variance itself, not its square root.",
+    hint2=(
+        "Test your formula on cases you can work out in your head: with d_k = 1 and both standard deviations "
+        "1, one product of two independent standard normal numbers has variance 1; doubling d_k doubles the "
+        "variance; doubling one standard deviation multiplies it by 4. Return the variance itself, not its "
+        "square root."
+    ),
     solution="""
         def score_variance(d_k, sigma_q, sigma_k):
             return d_k * sigma_q**2 * sigma_k**2

@@ -22,10 +22,12 @@ def _as_mask(got):
     hint="Give every query and every key its position, and compare the two: query i may see key j when j is at "
     "most the query's position. Here the queries are the last T_q of the T_k positions, so query i sits at "
     "position i + (T_k − T_q). np.arange gives a run of positions.",
-    hint2="Make a column of the T_q query positions, shape (T_q, 1), each moved on by T_k − T_q, and a row of the "
-    "T_k key positions, shape (1, T_k). Comparing the row with the column broadcasts to a (T_q, T_k) table of "
-    "True and False: use 'at most' (less than or equal), not 'less than', since a query may see itself. The "
-    "comparison already gives booleans, True = may attend.",
+    hint2=(
+        "Draw a small case by hand: with T_q = 2 and T_k = 4 the two queries are the last two positions, 2 "
+        "and 3, so the first row is True, True, True, False and the second row is all True. The queries are "
+        "the rows and the keys the columns, and a square mask has True on its diagonal: a query may see "
+        "itself."
+    ),
     solution="""
         def build_causal_mask(T_q, T_k):
             query_pos = np.arange(T_q)[:, None] + (T_k - T_q)  # (T_q, 1): the queries are the last T_q positions
@@ -119,11 +121,11 @@ def build_causal_mask(answer):
     "then take a stable softmax along each row (over the keys). A row whose keys are all blocked needs "
     "care, since its max is minus infinity too. np.where chooses, entry by entry, between two arrays by a "
     "mask.",
-    hint2="After the blocking, three steps, each along the last axis (the keys), keeping that axis so the result "
-    "broadcasts: the row max, which is −∞ for an all-blocked row and must be replaced there by 0 "
-    "(np.isfinite tells such rows apart); the exponentials of the scores minus that max; and their sum, "
-    "which is 0 in an all-blocked row, where you divide by 1 instead. Such a row then comes out all zeros, "
-    "not 0/0 = NaN.",
+    hint2=(
+        "Two rows to try by hand: a row with one blocked key must give that key exactly 0 and share 1 among "
+        "the others; a row with every key blocked must come out all zeros, with no warning and no NaN. In "
+        "such a row the maximum is −∞ and the sum is 0, so both need a stand-in number there."
+    ),
     solution="""
         def masked_softmax(scores, mask):
             scores = np.where(mask, scores, -np.inf)

@@ -22,10 +22,12 @@ def _is(got, candidate, expected):
     hint="Head i owns a block of d_head neighbouring columns of every token. Cut the last axis into two, (heads, "
     "d_head), then bring the heads axis in front of the tokens axis; np.swapaxes exchanges two axes, and "
     "counting axes from the end works whatever the number of leading axes.",
-    hint2="From X of shape (..., T, d_model): a reshape that keeps the leading axes and T and cuts the last axis "
-    "gives (..., T, h, d_head), token by token; exchanging the third-last and the second-last axes then "
-    "gives (..., h, T, d_head). A single reshape straight to (..., h, T, d_head) keeps the numbers in "
-    "memory order, so it mixes tokens into heads.",
+    hint2=(
+        "Try it on numbered entries: X of shape (2, 4) holding 0 to 7 row by row, and two heads. Head 0 must "
+        "hold 0, 1 and 4, 5 (the first two columns of both tokens), head 1 holds 2, 3 and 6, 7. If head 0 "
+        "comes out as 0, 1 and 2, 3, the tokens were mixed into the heads: one reshape alone cannot move the "
+        "heads in front of the tokens."
+    ),
     solution="""
         def split_heads_batched(X, n_heads):
             *batch, T, d_model = X.shape
@@ -147,9 +149,12 @@ def split_heads_batched(answer):
     notebook="06_multi_head_attention",
     hint="Undo the split in reverse order: bring the tokens axis back in front of the heads axis (np.swapaxes), "
     "then join the last two axes into one of width h·d_head.",
-    hint2="From H of shape (..., h, T, d_head): exchanging the third-last and second-last axes gives (..., T, h, "
-    "d_head), each token with its h pieces; a reshape that keeps the leading axes and T and joins the last "
-    "two gives (..., T, h·d_head), head 0's columns first. Do not add the heads up: they sit side by side.",
+    hint2=(
+        "Merging undoes splitting: merging the split of any X must give X back, whatever the number of "
+        "leading axes. On the numbered example (two tokens, 0 to 7, two heads) the heads 0, 1 / 4, 5 and 2, 3"
+        " / 6, 7 must give back the rows 0 to 3 and 4 to 7. The heads sit side by side in each token's row: "
+        "they are not added."
+    ),
     solution="""
         def merge_heads_batched(H):
             *batch, n_heads, T, d_head = H.shape
@@ -282,11 +287,12 @@ _CROSS_SOLUTION = """
     hint="The same steps as multi-head self-attention, except that the queries are projected from x and the keys "
     "and values from context. Each head's scores are divided by √d_head, blocked scores become −∞ before the "
     "softmax, and the merged heads are multiplied by W_o. np.einsum can run every head at once.",
-    hint2="x·W_q is (T_q, d_model); context·W_k and context·W_v are (T_k, d_model). Split each into heads, "
-    "(h, T, d_head), as in exercise 1; each head's scores are (h, T_q, T_k), divided by √d_head where "
-    "d_head = d_model / h (not √d_model). Where the mask is False the score becomes −∞, then a softmax over "
-    "the keys (the last axis), the weights times the values, (h, T_q, d_head), the heads merged back to "
-    "(T_q, d_model), and finally the product with W_o, (d_model, d_model).",
+    hint2=(
+        "Two things differ from self-attention: the queries have T_q rows and the keys T_k, so each head's "
+        "scores are (T_q, T_k); and the scale is √d_head with d_head = d_model / h, not √d_model. A check: "
+        "with the context equal to x and a mask of all True you must get exactly what multi-head self-"
+        "attention gives."
+    ),
     solution=_CROSS_SOLUTION,
     mistakes={  # each the solution with one mistake put in
         "keys-from-x": edited(

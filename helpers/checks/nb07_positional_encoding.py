@@ -83,11 +83,12 @@ def _source(*lines, angles=_RIGHT_ANGLES, first="np.sin", second="np.cos", table
     hint="Pair i turns at the speed ω_i = 10000^(−2i/d_model) radians per position, so position p's angle in pair i "
     "is p·ω_i. Compute every angle at once, a (T, d_model/2) array, by broadcasting a column of positions "
     "against a row of speeds; the sines of the angles go in the even columns, their cosines in the odd ones.",
-    hint2="The numbers 2i are the even numbers 0, 2, 4, … below d_model (np.arange can count in steps of 2); divide "
-    "them by d_model and negate them to get the exponents. Give the positions a second axis of length 1, so "
-    "that multiplying them by the d_model/2 speeds gives the (T, d_model/2) angles. Then start from a "
-    "(T, d_model) table of zeros, write the sines into every second column starting at column 0, and the "
-    "cosines into every second column starting at column 1.",
+    hint2=(
+        "Check three entries by hand. Position 0 is sin 0 and cos 0 in every pair: 0, 1, 0, 1, … . Pair 0 "
+        "turns fastest, one radian per position, so position 1 begins with sin 1 ≈ 0.841 and cos 1 ≈ 0.540. "
+        "The last pair turns slowest, so its two columns hardly change down the table. If the first pair "
+        "barely moves and the last spins, the speeds are upside down."
+    ),
     solution="""
         def sinusoidal_table(positions, d_model):
             positions = np.asarray(positions, dtype=float)  # (T,)

@@ -30,12 +30,12 @@ _BLOCK_SOLUTION = """
     hint="Project X into queries, keys and values, split each into n_heads heads, run scaled dot-product attention "
     "in each head, put the heads side by side again and project them with W_o: that is the change ΔE. The "
     "block returns X + ΔE.",
-    hint2="Follow the shapes. X (T, d_model) times each W is (T, d_model). Head i owns columns i·d_head to "
-    "(i + 1)·d_head of every word's row, d_head = d_model / n_heads, so the split gives (n_heads, T, d_head). "
-    "In each head the scores Q·Kᵀ are (T, T), divided by √d_head, and the softmax runs along each row, over "
-    "the keys. The weights times V give (n_heads, T, d_head); merged back, the heads' columns in order, that "
-    "is (T, d_model); times W_o it is ΔE, and X + ΔE is the answer. split_heads, merge_heads and "
-    "scaled_dot_product_attention do the middle steps for you.",
+    hint2=(
+        "Check the shapes at each step: every projection (T, d_model), each head (T, d_head) with d_head = "
+        "d_model / n_heads, each head's weights (T, T) with rows summing to 1 over the keys, and ΔE (T, "
+        "d_model) again. A property to test: with W_o all zeros, ΔE is zero and the block gives back X "
+        "unchanged. The helpers of notebook 06 do the splitting, the attention and the merging."
+    ),
     solution=_BLOCK_SOLUTION,
     mistakes={
         "no-residual": edited(_BLOCK_SOLUTION, ("return X + delta_E", "return delta_E")),
@@ -244,11 +244,12 @@ _ADD_AT = "np.add.at(d_E, ids, d_X)"
     notebook="08_training_a_tiny_transformer",
     hint="Each place (b, t) of X is a copy of one row of E, the row of the word that sits there. So the gradient of "
     "a word's row collects the gradients of every place where that word sits: a sum, one term per place.",
-    hint2="The result has the shape of E, (vocab_size, d_model), in floats, whatever the batch size and the sentence "
-    "length: start from zeros of that shape and add each place's gradient into its word's row. A word that "
-    'sits in several places ("the", often twice in one sentence) gets the sum of all their gradients. An '
-    "ordinary indexed addition with the whole ids array writes a repeated word's row only once; np.add.at "
-    "adds once per place, and a loop over the places does the same, more slowly.",
+    hint2=(
+        "Try a batch in which one word sits in two places: its row of the result must be the sum of both "
+        "places' gradients. If it holds only one of them, the addition wrote the repeated row once, as "
+        "numpy's ordinary indexed addition does; np.add.at adds once per place. The result has E's shape, "
+        "(vocab_size, d_model), whatever the batch."
+    ),
     solution=_EMBED_SOLUTION,
     mistakes={
         "repeated-word-once": edited(_EMBED_SOLUTION, (_ADD_AT, "d_E[ids] += d_X")),

@@ -67,11 +67,12 @@ _FULL_MATRIX = """
     hint="Each head owns its own slice of d_head columns of W_q and W_k, and the same slice of their biases. Make "
     "query i's vector and every token's key with that slice, score the keys against the query, scale by "
     "1/√d_head, and turn the T scores into weights with a softmax.",
-    hint2="With d_head = d_model / n_heads, head h's columns run from h·d_head up to (h + 1)·d_head. The query is "
-    "row i of X times those columns of W_q, plus that slice of b_q: d_head numbers. The keys are every row of "
-    "X times those columns of W_k, plus that slice of b_k: (T, d_head). The dot product of each key with the "
-    "query gives T scores; divide them by √d_head, subtract the largest, exponentiate, and divide by the sum, "
-    "so the T weights are positive and add up to 1.",
+    hint2=(
+        "Check the shapes: head h's query is d_head numbers, its keys (T, d_head), its scores and its weights"
+        " T numbers, the weights positive and adding up to 1. Head h owns columns h·d_head up to (h + "
+        "1)·d_head of W_q and W_k and the same entries of their biases: leave a bias out and the weights "
+        "differ from the model's."
+    ),
     solution=_ROW_SOLUTION,
     mistakes={
         "no-biases": edited(_ROW_SOLUTION, (" + attention.b_q[cols]", ""), (" + attention.b_k[cols]", "")),
@@ -226,10 +227,12 @@ _EMBEDDING_SOLUTION = """
     notebook="09_attention_in_a_real_model",
     hint="Average each sentence's token vectors over its real tokens only, then divide that mean by its own length "
     "(np.linalg.norm gives a vector's length).",
-    hint2="As numbers, real is 1 at a real token and 0 at padding: multiplied into H (given a last axis of length 1, "
-    "so that it lines up with each token's d numbers) it zeroes the padding rows. Add up over the tokens, the "
-    "middle axis, and divide by each sentence's count of real tokens: (n, d). Then divide each of the n rows "
-    "by its own length, so that every row has length 1.",
+    hint2=(
+        "Check it on a padded batch: a sentence's embedding must not change when padding tokens are added to "
+        "it, and every row of the result must have length 1. The mask is 1 at real tokens and 0 at padding; "
+        "to zero the padding rows of H, (n, T, d), it needs a last axis of length 1. The mean divides by the "
+        "count of real tokens, not by T."
+    ),
     solution=_EMBEDDING_SOLUTION,
     mistakes={
         "padding-averaged": """

@@ -35,11 +35,12 @@ def _raised_in(exc, functions):
     hint="First the new running max: the larger of m and this block's largest score. Everything in l and acc was "
     "summed against the old max, so scale both by e^(m − m_new) before you add this block's terms, each "
     "measured against the new max.",
-    hint2="Four steps. (1) m_new is the larger of m and the block's largest score. (2) One weight per key of the "
-    "block, e^(s − m_new): shape (b_k,) for its b_k keys. (3) The correction e^(m − m_new), one number, at "
-    "most 1 (0 at the first block, where m = −∞). (4) The new l is l times the correction plus the sum of the "
-    "weights; the new acc is acc times the correction plus the values weighted by the weights, (b_k,) by "
-    "(b_k, d_v) giving (d_v,). Return m_new, the new l and the new acc, without dividing.",
+    hint2=(
+        "Check it against the plain softmax: feed one row of scores in two blocks, starting from m = −∞ and l"
+        " = 0 with acc all zeros, divide the last acc by the last l, and compare with the values weighted by "
+        "the softmax of the whole row. The correction e^(m − m_new) is one number, at most 1, and 0 at the "
+        "first block (m = −∞), so the first block needs no special case. Return acc and l undivided."
+    ),
     solution=UPDATE,
     mistakes={
         "no-rescale": edited(UPDATE, ("l * correction", "l"), ("acc * correction", "acc")),
@@ -219,11 +220,11 @@ STEP = """
     hint="Put the new keys and values after the cached ones (np.concatenate), then attend as usual: the t new "
     "queries against all T + t keys, scores divided by √d_k, under a causal mask in which the new tokens are "
     "the last t positions.",
-    hint2="Stack along the token axis: K becomes (T + t, d_k) and V (T + t, d_v), the past first. The scores, the "
-    "new queries times the keys transposed over √d_k, are (t, T + t). New query i sits at position T + i, "
-    "so it may see key j when j ≤ T + i: every cached key, and the new ones up to and including its own. "
-    "Set the other scores to −∞, take the softmax of each row, and mix the rows of V with those weights. "
-    "Return K, V and the (t, d_v) output.",
+    hint2=(
+        "Check it against attention without a cache: the t output rows must equal the last t rows of causal "
+        "attention over all T + t tokens at once. The scores are (t, T + t): new query i sits at position T +"
+        " i, so it sees every cached key and the new ones up to and including its own. The divisor is √d_k."
+    ),
     solution=STEP,
     mistakes={
         "no-causal-mask": edited(STEP, ("np.where(visible, scores, -np.inf)", "scores")),

@@ -24,10 +24,12 @@ _AXIS, _SHIFT = "axis=-1, keepdims=True", "z = z - z.max(axis=-1, keepdims=True)
     hint="Position t has read the words up to t, so its target is the word after it: line up the logits of every "
     "position but the last with the words of every position but the first. Then it is 03's cross-entropy: "
     "minus the log-softmax over the words, at the target, averaged.",
-    hint2="With T words in a window there are T − 1 positions that have a next word. Take their logits, "
-    "(B, T − 1, V), and the words one place later, (B, T − 1). The log-softmax runs over the last axis, the "
-    "V words, after subtracting each row's largest logit so that exp cannot overflow; pick the value at each "
-    "target (np.take_along_axis picks one entry per row) and average over all B·(T − 1) positions.",
+    hint2=(
+        "Line up a window of three words a, b, c by hand: position 0's logits must score b, position 1's "
+        "score c, and position 2 has no next word in the window. So B·(T − 1) terms are averaged, not B·T. "
+        "Subtract each row's largest logit before the exponential, so that logits in the hundreds cannot "
+        "overflow; np.take_along_axis picks one entry per row."
+    ),
     solution=_LOSS_SOLUTION,
     mistakes={
         "targets-not-shifted": edited(_LOSS_SOLUTION, ("logits[:, :-1]", "logits"), ("ids[:, 1:]", "ids")),
@@ -157,10 +159,12 @@ _SAMPLE_LAST = 'return int(np.searchsorted(np.cumsum(probs), u, side="right"))'
     hint="Temperature 0 is greedy: the most likely word, whatever u is. Otherwise divide the logits by the "
     "temperature, take the softmax, and walk along the words adding up their probabilities: the first word "
     "at which the running sum passes u is the sample.",
-    hint2="Dividing by a temperature below 1 makes the differences between logits larger (a sharper "
-    "distribution), above 1 smaller (a flatter one); at 0 the division is impossible, so treat it apart "
-    "with np.argmax. Subtract the largest scaled logit before the exponential, so that a small temperature "
-    "cannot overflow it. np.cumsum gives the running sums and np.searchsorted finds where u falls in them.",
+    hint2=(
+        "Check it with u near the ends: u just above 0 must give the first word with a probability above 0, "
+        "and u just below 1 the last word with a probability above 0. Below temperature 1 the distribution "
+        "sharpens, above 1 it flattens; at 0 dividing is impossible, so the most likely word is taken "
+        "directly. np.cumsum gives the running sums."
+    ),
     solution=_SAMPLE_SOLUTION,
     mistakes={
         "always-greedy": edited(_SAMPLE_SOLUTION, ("if temperature == 0:", "if True:")),
@@ -316,10 +320,12 @@ _K, _V = "np.concatenate([cache_K, k[None]])[-window:]", "np.concatenate([cache_
     hint="Project the new word at its position, append its key and value to the cached ones, keep only the "
     "latest `window` of them, and let the new word's query attend over those: a softmax of the scaled "
     "scores, then the weighted sum of the values.",
-    hint2="project gives three vectors of width d. The new key and value become one more row of each cache, after "
-    "the cached rows (np.concatenate): (n + 1, d). Drop the oldest rows beyond the window before the attention, "
-    "so that the new word sees itself and at most window − 1 words before it; the scores are the kept keys times "
-    "the query over √d. Use the position given: once the window slides, it is not the number of cached rows.",
+    hint2=(
+        "Check the window on a small case: with window = 3 the fifth word attends to words 3, 4 and 5 and "
+        "never to 1 or 2, so the caches keep only the latest rows. Rotate with the position you are given: "
+        "once the window slides it is no longer the number of cached rows. The scores are divided by √d, d "
+        "the width of what project gives."
+    ),
     solution=_STEP_SOLUTION,
     mistakes={
         "cache-not-appended": edited(_STEP_SOLUTION, ("weights @ V, K, V", "weights @ V, cache_K, cache_V")),

@@ -146,7 +146,8 @@ clean:  ## remove .venv, .venv-oldest and .class-test
 # ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
 # make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in
 #   Notebook 7) in headless Chromium; Debian's chromium is installed when missing (as root);
-#   a screenshot of each notebook lands in screenshots/ (git-ignored)
+#   in JupyterLab also each explorer by keyboard alone, axe and text contrast in the light and the
+#   dark theme; screenshots (lab-dark-* too) and axe.json land in screenshots/ (git-ignored)
 # make deploy-test: venvs built as Binder and Colab build them (a few minutes)
 BROWSER_STAMP := $(VENV)/.installed-browser
 CHROMIUM      ?= /usr/bin/chromium
@@ -163,7 +164,7 @@ chromium:  ## install Debian's chromium when it is missing (as root; make browse
 	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
 	fi
 
-browser-test: $(BROWSER_STAMP) chromium  ## every notebook in JupyterLab and Notebook 7 in headless Chromium (about 6 minutes)
+browser-test: $(BROWSER_STAMP) chromium  ## every notebook in JupyterLab and Notebook 7 in headless Chromium, keyboard, axe, dark theme (about 10 minutes)
 	CHROMIUM=$(CHROMIUM) $(BIN)/python -m pytest -v -p no:cacheprovider tests/browser/check_in_browser.py
 
 deploy-test: $(TEST_STAMP)  ## Binder's install and Colab's, today's runtime and the previous, each in a fresh venv (about 5 minutes)
@@ -205,8 +206,8 @@ $(CLASS_PROXY):
 	fi
 	npm install --prefix $(CLASS_DIR)/proxy --no-audit --no-fund --loglevel=error "configurable-http-proxy@~4.6"
 
-class-test: $(CLASS_USER) $(CLASS_PROXY)  ## [LEARNERS=5] simulated learners on a real JupyterHub with nbgitpuller
-	LEARNERS=$(LEARNERS) $(CLASS_PY) -m pytest -v -p no:cacheprovider --noconftest tests/classroom/check_class.py
+class-test: $(CLASS_USER) $(CLASS_PROXY) chromium  ## [LEARNERS=5] simulated learners on a real JupyterHub with nbgitpuller and the class board
+	CHROMIUM=$(CHROMIUM) LEARNERS=$(LEARNERS) $(CLASS_PY) -m pytest -v -p no:cacheprovider --noconftest tests/classroom/check_class.py
 
 class-size: $(CLASS_USER) $(CLASS_PROXY)  ## memory per learner and time to first output (benchmarks/class_size.py)
 	$(CLASS_PY) benchmarks/class_size.py $(ARGS)

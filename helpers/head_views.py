@@ -12,20 +12,22 @@ from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.lines import Line2D
 
 from helpers._validate import as_float_array
-from helpers.html_plots import head_color
+from helpers.html_plots import head_color, head_dash
 
-__all__ = ["KIND_COLORS", "hide_tokens", "layer_lines", "attention_grid", "kinds_grid"]
+__all__ = ["KIND_COLORS", "KIND_LETTERS", "hide_tokens", "layer_lines", "attention_grid", "kinds_grid"]
 
-# a hue per kind (light, so the numbers written on them stay readable); the two kinds that are not a target are greys
+# a hue per kind (light, so the numbers written on them stay readable); the two kinds that are not a target are greys.
+# Each cell also carries its kind's letter (KIND_LETTERS), so no reader needs the colour to tell kinds apart.
 KIND_COLORS = {
-    "[CLS]": "#6baed6",
-    "[SEP]": "#fee391",
-    "previous": "#fdae6b",
-    "next": "#f768a1",
-    "self": "#a1d99b",
-    "broad": "#f0f0f0",
-    "mixed": "#bdbdbd",
+    "[CLS]": "#00b2ff",
+    "[SEP]": "#ffe63c",
+    "previous": "#ddaa66",
+    "next": "#f65ec3",
+    "self": "#ccffbb",
+    "broad": "#eeeeee",
+    "mixed": "#b2b2b2",
 }
+KIND_LETTERS = {"[CLS]": "C", "[SEP]": "S", "previous": "P", "next": "N", "self": "=", "broad": "B", "mixed": "M"}
 
 
 def hide_tokens(weights, labels, hide=("[CLS]", "[SEP]")):
@@ -59,16 +61,17 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
         segments = np.stack([np.stack([np.zeros(len(i)), y[i]], -1), np.stack([np.ones(len(j)), y[j]], -1)], 1)
         color = np.tile(to_rgba(head_color(h)), (len(i), 1))  # (n, 4)
         color[:, 3] = 0.1 + 0.8 * w[i, j]  # opacity follows the weight
-        ax.add_collection(LineCollection(segments, colors=color, linewidths=0.3 + 4 * w[i, j]))
+        lines = LineCollection(segments, colors=color, linewidths=0.3 + 4 * w[i, j], linestyles=_line_style(h))
+        ax.add_collection(lines)
     for side, align in ((-0.04, "right"), (1.04, "left")):
         for label, height in zip(labels, y, strict=True):
             ax.text(side, height, label, ha=align, va="center", fontsize=9)
     ax.set_xlim(-0.7, 1.7)
     ax.set_ylim(-0.06, 1.06)
     ax.axis("off")
-    ax.set_title(title or "query → key, a colour per head", fontsize=10)
+    ax.set_title(title or "query → key, a colour and a dash per head", fontsize=10)
     if len(heads) > 1:
-        handles = [Line2D([], [], color=head_color(h), linewidth=2) for h in heads]
+        handles = [Line2D([], [], color=head_color(h), linewidth=2, linestyle=_line_style(h)) for h in heads]
         ax.legend(
             handles,
             [f"head {h}" for h in heads],
@@ -76,9 +79,15 @@ def layer_lines(weights, labels, *, ax=None, title=None, heads=None, min_weight=
             bbox_to_anchor=(1.0, 0.5),
             fontsize=7,
             frameon=False,
-            handlelength=1,
+            handlelength=2.5,
         )
     return ax
+
+
+def _line_style(h):
+    """Head h's dash (html_plots.head_dash) as matplotlib's linestyle."""
+    dash = head_dash(h)
+    return (0, tuple(float(n) for n in dash.split())) if dash else "solid"
 
 
 def attention_grid(weights, *, title=None, cmap="Blues", size=0.17, width=10.0):
@@ -117,7 +126,8 @@ def attention_grid(weights, *, title=None, cmap="Blues", size=0.17, width=10.0):
 
 
 def kinds_grid(kinds, values, *, ax=None, title=None):
-    """One cell per head, coloured by its kind, with a number written in (e.g. its largest mean weight).
+    """One cell per head, coloured by its kind and marked with its letter, with a number written in
+    (e.g. its largest mean weight); the legend names each letter.
 
     Shapes: kinds (L, H) strings from helpers.heads.KINDS; values (L, H) -> the axes.
     """
@@ -127,15 +137,16 @@ def kinds_grid(kinds, values, *, ax=None, title=None):
     names = list(KIND_COLORS)
     codes = np.vectorize(names.index)(kinds)  # (L, H) ints
     if ax is None:
-        _, ax = plt.subplots(figsize=(0.55 * kinds.shape[1] + 2.2, 0.45 * kinds.shape[0] + 0.9))
+        _, ax = plt.subplots(figsize=(0.55 * kinds.shape[1] + 2.2, 0.6 * kinds.shape[0] + 0.9))
     ax.imshow(codes, cmap=ListedColormap(list(KIND_COLORS.values())), vmin=-0.5, vmax=len(names) - 0.5)
     for (layer, head), value in np.ndenumerate(values):
-        ax.text(head, layer, f"{value:.2f}", ha="center", va="center", fontsize=7)
+        ax.text(head, layer, f"{KIND_LETTERS[kinds[layer, head]]}\n{value:.2f}", ha="center", va="center", fontsize=6.5)
     ax.set_xticks(range(kinds.shape[1]))
     ax.set_yticks(range(kinds.shape[0]))
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
     handles = [plt.Rectangle((0, 0), 1, 1, color=color) for color in KIND_COLORS.values()]
-    ax.legend(handles, names, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
-    ax.set_title(title or "what each head does (its largest mean weight written in)", fontsize=10)
+    labels = [f"{KIND_LETTERS[name]}  {name}" for name in names]
+    ax.legend(handles, labels, loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8, frameon=False)
+    ax.set_title(title or "what each head does (its kind's letter and its largest mean weight written in)", fontsize=10)
     return ax

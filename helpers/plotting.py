@@ -1,17 +1,19 @@
 """Every picture the notebooks draw: heatmaps, token-to-token lines, bars, curves.
 
 Each function draws on `ax` (a new figure when None) and returns the axes, so a notebook
-can put several side by side. End a plotting cell with plt.show() or `;`. The colours are
-html_plots' palette, so an explorer and a figure colour the same thing alike.
+can put several side by side. End a plotting cell with `plotting.show("what the figure shows")`:
+it displays the figure with that text as its alternative, for a learner who cannot see it. The
+colours are html_plots' palette, so an explorer and a figure colour the same thing alike.
 """
 
 import matplotlib.pyplot as plt
 import numpy as np
 
 from helpers._labels import place_labels
+from helpers._show import show
 from helpers.html_plots import BLUE, MASKED, TAB10, dark_ink
 
-__all__ = ["heatmap", "token_lines", "bars", "arrows_2d", "labelled_scatter", "curves", "sweep", "head_grid"]
+__all__ = ["show", "heatmap", "token_lines", "bars", "arrows_2d", "labelled_scatter", "curves", "sweep", "head_grid"]
 
 
 def _new_axes(ax, figsize):

@@ -11,7 +11,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = sorted((ROOT / "docs").glob("*.md"))
-PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *DOCS]
+TEACHING = sorted((ROOT / "docs" / "teaching").glob("*.md"))  # linked from teaching/README.md, not docs/README.md
+PAGES = [ROOT / "README.md", ROOT / "CONTRIBUTING.md", *DOCS, *TEACHING]
 SKIPPED_DIRS = {
     ".git",
     ".venv",

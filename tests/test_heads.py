@@ -276,7 +276,7 @@ def test_every_head_and_every_kind_has_a_colour_of_its_own():
     assert np.linalg.norm(cls - sep) > 0.4
 
 
-def test_kinds_grid_colours_each_head_by_its_kind():
+def test_kinds_grid_colours_each_head_by_its_kind_and_writes_its_letter():
     kinds = np.array([["previous", "[CLS]"], ["mixed", "broad"]], dtype=object)
     ax = head_views.kinds_grid(kinds, np.array([[0.9, 0.8], [0.3, 0.2]]))
     codes = ax.images[0].get_array()
@@ -285,6 +285,18 @@ def test_kinds_grid_colours_each_head_by_its_kind():
         [names.index("previous"), names.index("[CLS]")],
         [names.index("mixed"), names.index("broad")],
     ]
-    assert [t.get_text() for t in ax.texts] == ["0.90", "0.80", "0.30", "0.20"]
+    assert [t.get_text() for t in ax.texts] == ["P\n0.90", "C\n0.80", "M\n0.30", "B\n0.20"]  # the kind, not only a hue
+    assert sorted(head_views.KIND_LETTERS) == sorted(names) and len(set(head_views.KIND_LETTERS.values())) == len(names)
+    assert [t.get_text() for t in ax.get_legend().get_texts()][:2] == ["C  [CLS]", "S  [SEP]"]
     with pytest.raises(ValueError, match="both be"):
         head_views.kinds_grid(kinds, np.zeros((2, 3)))
+
+
+def test_layer_lines_dash_each_head_by_its_number_and_the_legend_shows_it():
+    weights = np.full((4, 3, 3), 1 / 3)
+    ax = head_views.layer_lines(weights, ["a", "b", "c"])
+    styles = [collection.get_linestyle()[0] for collection in ax.collections]
+    assert styles[0] == styles[3] and len({str(s) for s in styles[:3]}) == 3  # solid, dashed, dotted, then again
+    legend = [str(line._dash_pattern) for line in ax.get_legend().get_lines()]  # matplotlib has no public getter
+    assert legend[0] == legend[3] != legend[1] != legend[2] != legend[0]
+    plt.close("all")

@@ -8,7 +8,8 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
-from matplotlib.colors import to_hex
+from colour_vision import contrast_ratio  # tools/
+from matplotlib.colors import to_hex, to_rgb
 
 from helpers import head_views, html_plots, plotting, widgets
 
@@ -35,12 +36,16 @@ def test_html_heatmap_rejects_a_shape_mismatch():
 # --- the palette: every picture's colours are defined once, in html_plots ----------------------------------------
 
 
-def test_the_palette_is_matplotlibs_own_tab10():
-    assert html_plots.TAB10 == tuple(to_hex(c) for c in plt.get_cmap("tab10").colors)
+def test_the_palette_keeps_tab10s_names_in_tab10s_order():
     named = (html_plots.BLUE, html_plots.ORANGE, html_plots.GREEN, html_plots.RED, html_plots.PURPLE)
-    assert named == tuple(to_hex(f"tab:{name}") for name in ("blue", "orange", "green", "red", "purple"))
+    assert html_plots.TAB10[:5] == named and len(set(html_plots.TAB10)) == 10
     assert len(set(html_plots.HEAD_COLORS)) == 12
-    assert [html_plots.head_color(h) for h in (0, 7, 12)] == ["#1f77b4", "#000000", "#1f77b4"]  # black for grey
+    assert [html_plots.head_color(h) for h in (0, 7, 12)] == [
+        html_plots.HEAD_COLORS[0],
+        "#000000",
+        html_plots.HEAD_COLORS[0],
+    ]
+    assert [html_plots.head_dash(h) for h in (0, 1, 2, 3)] == ["", "6 3", "1.5 3", ""]  # a second cue beside the colour
 
 
 def test_no_other_module_retypes_a_colour_of_the_palette():
@@ -113,7 +118,8 @@ def test_line_chart_draws_a_line_per_series_in_the_palettes_order_and_names_it()
     _, lines, texts, _, _ = parse(svg)
     assert [stroke for stroke, _ in lines] == [html_plots.TAB10[i % 10] for i in range(12)]  # the 11th repeats
     assert set(series) <= set(texts) and "run &lt;0&gt;" in svg  # every name, the empty series' too, escaped
-    legend = re.findall(r'fill="(#\w+)">run &lt;(\d+)&gt;</text>', svg)
+    # the legend: a swatch of the line's colour, then the name in the chart's dark ink (not in the line's colour)
+    legend = re.findall(r'<rect [^>]*fill="(#\w+)"/><text [^>]*font-size="11">run &lt;(\d+)&gt;</text>', svg)
     assert all(color == html_plots.TAB10[int(i) % 10] for color, i in legend) and len(legend) == 12
     purple = html_plots.line_chart_svg({"a": [(0, 0), (1, 1)]}, (0, 1), (0, 1), colors=(html_plots.PURPLE,))
     assert parse(purple)[1][0][0] == html_plots.PURPLE
@@ -149,3 +155,53 @@ def test_line_chart_draws_the_zero_line_and_the_dots_inside_the_range():
 def test_line_chart_rejects_an_empty_range(x_range, y_range):
     with pytest.raises(ValueError, match="low < high"):
         html_plots.line_chart_svg({}, x_range, y_range)
+
+
+# --- accessibility: what a screen reader reads, and contrast in light and dark themes ----------------------------
+
+
+def contrast(a, b):
+    """WCAG 2's contrast ratio of two colours (hex strings, names or RGB floats): tools/colour_vision.py's, which
+    tests/test_palettes.py checks against known values, and which shares no code with html_plots.dark_ink."""
+    return float(contrast_ratio(np.array(to_rgb(a)), np.array(to_rgb(b))))
+
+
+def test_dark_ink_picks_the_text_colour_with_at_least_4_5_to_1_contrast_on_any_cell():
+    grid = np.stack(np.meshgrid(*[np.linspace(0, 1, 18)] * 3), axis=-1).reshape(-1, 3)  # 5832 colours
+    colours = np.concatenate([grid, *(plt.get_cmap(m)(np.linspace(0, 1, 256))[:, :3] for m in ("viridis", "Blues"))])
+    ink = html_plots.dark_ink(colours)
+    ratios = np.array([contrast(c, "black" if dark else "white") for c, dark in zip(colours, ink, strict=True)])
+    assert ratios.min() >= 4.5
+    # it is the better of the two: the other ink never has more contrast
+    others = np.array([contrast(c, "white" if dark else "black") for c, dark in zip(colours, ink, strict=True)])
+    assert np.all(ratios >= others - 1e-12)
+    # viridis' green #26ad81: white text had 2.9:1 under the old rule (luminance 0.299 R + 0.587 G + 0.114 B > 0.5)
+    assert html_plots.dark_ink(to_rgb("#26ad81")) and contrast("#26ad81", "black") > 7
+    assert html_plots.dark_ink(np.ones((2, 3, 4))).shape == (2, 3)
+
+
+def test_html_heatmap_has_header_cells_and_readable_numbers_everywhere():
+    matrix = np.array([[0.0, 0.5, -np.inf], [0.25, 0.75, 1.0]])
+    markup = html_plots.heatmap(matrix, ["q1", "q2"], ["k1", "k2", "k3"], cmap="viridis")
+    assert re.findall(r'<th scope="col"[^>]*>(?:<span[^>]*>)?([^<]+)', markup) == ["rows: queries, columns: keys"] + [
+        "k1",
+        "k2",
+        "k3",
+    ]
+    assert re.findall(r'<th scope="row"[^>]*>([^<]+)', markup) == ["q1", "q2"]
+    cells = re.findall(r"background:(#\w+);color:(\w+)\">([^<]+)</td>", markup)
+    assert len(cells) == 6  # the masked one too has its own ink: a dark theme's light text would vanish on grey
+    assert all(contrast(bg, ink) >= 4.5 for bg, ink, _ in cells)
+
+
+def test_line_chart_is_an_image_named_for_a_screen_reader_with_its_own_background():
+    svg = html_plots.line_chart_svg({"train": [(0, 2.0), (10, 0.5)], "test": []}, (0, 10), (0, 2), x_label="step")
+    root = ElementTree.fromstring(svg)
+    label = root.get("aria-label")
+    assert root.get("role") == "img" and root.find(f"{SVG}title").text == label
+    assert "step from 0 to 10" in label and "train ends at 0.5" in label and "test has no points yet" in label
+    assert html_plots.CHART_STYLE in root.get("style") and "background:#fff" in html_plots.CHART_STYLE
+    # every text is drawn in the default ink (black) on that white background: none takes a line's colour
+    assert all(t.get("fill") is None for t in root.iter(f"{SVG}text"))
+    told = html_plots.line_chart_svg({"a": [(0, 0), (1, 1)]}, (0, 1), (0, 1), description='a "quoted" <b>')
+    assert 'aria-label="a &quot;quoted&quot; &lt;b&gt;"' in told

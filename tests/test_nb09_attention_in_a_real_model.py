@@ -117,7 +117,8 @@ def test_the_invitation_written_with_a_lambda_reports_a_crash_instead_of_raising
 
 
 def n_lines(markup):
-    return len(re.findall(r"<line ", markup))
+    """The attention lines drawn (the legend's swatches, lines from x = 0, are not counted)."""
+    return len(re.findall(r'<line x1="(?!0")', markup))
 
 
 def test_lines_svg_draws_a_line_per_weight_above_the_cut():

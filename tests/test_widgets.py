@@ -4,7 +4,9 @@ import ast
 import inspect
 import re
 
+import numpy as np
 import pytest
+from colour_vision import contrast_ratio  # tools/
 
 from helpers import head_views, html_plots, plotting, widgets
 from helpers.widgets._explorer import temperature_slider, unknown_words
@@ -51,6 +53,10 @@ def test_each_module_exports_what_it_defines_in_its_all(module):
         for target in node.targets
         if isinstance(target, ast.Name)
     }
+    imported = {
+        alias.asname or alias.name for node in tree.body if isinstance(node, ast.ImportFrom) for alias in node.names
+    }
+    defined |= imported & set(module.__all__)  # a name it imports and lists is public there too (plotting.show)
     assert {name for name in defined if not name.startswith("_")} - {"demos"} == set(module.__all__)
 
 
@@ -93,3 +99,53 @@ def test_the_loss_chart_of_08_labels_its_losses_with_two_decimals():
     svg = widgets.loss_curve_svg({"a": [(0, 2.0), (100, 1.0)]}, steps=200)
     assert re.findall(r'text-anchor="end">([^<]+)</text>', svg) == ["0.00", "1.05", "2.00"]  # 0, middle, top
     assert re.findall(r'text-anchor="middle">([^<]+)</text>', svg) == ["0", "100", "200", "step"]
+
+
+# --- accessibility: what the explorers draw is described for a screen reader and readable in any theme ----------
+
+
+def _contrast(a, b):
+    """WCAG 2's contrast ratio of two colours (tools/colour_vision.py's, checked in tests/test_palettes.py)."""
+    from matplotlib.colors import to_rgb
+
+    return float(contrast_ratio(np.array(to_rgb(a)), np.array(to_rgb(b))))
+
+
+@pytest.mark.parametrize(("name", "box", "moves"), DEMOS, ids=[d[0] for d in DEMOS])
+def test_every_picture_an_explorer_draws_is_described_and_readable(name, box, moves, shown):
+    for control, value in moves:
+        box.controls[control].value = value
+    box.refresh()
+    for markup in shown:
+        for svg in re.findall(r"<svg\b[^>]*>", markup):  # an image to a screen reader, named, on its own background
+            if 'aria-hidden="true"' in svg:  # a legend's swatch: its name is the text beside it
+                continue
+            assert 'role="img"' in svg and re.search(r'aria-label="[^"]{20,}"', svg), f"{name}: {svg[:200]}"
+            assert html_plots.CHART_STYLE in svg, f"{name}: an SVG without its own background: {svg[:200]}"
+        assert "<th></th>" not in markup and not re.search(r"<th [^>]*></th>", markup), f"{name}: an empty header"
+        for background, ink in re.findall(r"background:(#\w+);color:(\w+)", markup):  # numbers on coloured cells
+            assert _contrast(background, ink) >= 4.5, f"{name}: {ink} on {background}"
+        for fill in re.findall(r'<text [^>]*fill="([^"]+)"', markup):  # text in the charts: on their white
+            assert _contrast(fill, "white") >= 4.5, f"{name}: SVG text in {fill} on white"
+
+
+def test_a_figure_an_explorer_draws_is_shown_with_a_text_alternative(monkeypatch):
+    import matplotlib.pyplot as plt
+
+    shown_alts = []
+    monkeypatch.setattr(plotting, "show", lambda alt, fig=None: (shown_alts.append(alt), plt.close("all")))
+
+    def draw(n):
+        plt.plot(range(n))
+
+    box = widgets.explorer({"n": widgets._explorer.ipw.IntSlider(value=3, min=1, max=9, description="n")}, draw)
+    assert shown_alts == ["The explorer's figure, drawn for its current settings: n = 3"]
+    box.controls["n"].value = 5
+    assert shown_alts[-1].endswith("n = 5") and not plt.get_fignums()
+    described = widgets.explorer(
+        {"n": widgets._explorer.ipw.IntSlider(value=4)}, draw, alt=lambda n: f"A straight line through {n} points"
+    )
+    assert shown_alts[-1] == "A straight line through 4 points" and described.controls["n"].value == 4
+    before = len(shown_alts)
+    widgets.explorer({"n": widgets._explorer.ipw.IntSlider(value=2)}, lambda n: None)  # HTML only: no figure to show
+    assert len(shown_alts) == before

@@ -373,7 +373,7 @@ NOTEBOOK = [
         "code",
         """
         plotting.heatmap(weights, tokens, tokens, title="example: the softmax of the scaled scores")
-        plt.show()
+        plotting.show("(scaffold: what the figure shows and what to see in it, for a learner who cannot see it)")
         """,
         [],
     ),

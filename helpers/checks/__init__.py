@@ -10,6 +10,7 @@ In a notebook:
     checks.hint("cosine_similarity")              # prints a hint (asked again: a more concrete one)
     checks.solution("cosine_similarity")          # prints a solution
     checks.compare(got, expected)                 # ✓ or ✗ where they differ, for a cell of your own
+    checks.reporting(False)                       # on a hub with a class board: stop sending verdicts to it
 
 The engine is in `_core.py`, the reference answers in `_reference.py`, and each notebook's
 exercises in its own module, `nbNN_<notebook>.py`, found and registered on import.
@@ -38,6 +39,7 @@ from helpers.checks._core import (  # noqa: F401 - the public names of the packa
     progress,
     solution,
 )
+from helpers.checks._report import reporting  # noqa: F401 - checks.reporting(False) stops sending verdicts
 
 for _module in sorted(m.name for m in _pkgutil.iter_modules(__path__) if m.name.startswith("nb")):
     _importlib.import_module(f"{__name__}.{_module}")

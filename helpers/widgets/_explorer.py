@@ -25,9 +25,11 @@ _DRAW_LOCK = threading.RLock()  # one explorer update at a time, whichever kerne
 WIDE_LABEL = {"description_width": "initial"}  # a control's style that shows its whole description, uncut
 
 
-def explorer(controls, draw, layout="vertical"):
+def explorer(controls, draw, layout="vertical", alt=None):
     """Wire `controls` (name -> widget) to `draw(**values)`, which prints or plots.
 
+    A matplotlib figure that draw leaves open is shown with a text alternative (plotting.show):
+    alt(**values) -> str describes it; without alt, the description names the controls' values.
     Returns a VBox of the controls above an Output area, with `.controls` and `.refresh`.
     """
     out = ipw.Output()
@@ -36,11 +38,15 @@ def explorer(controls, draw, layout="vertical"):
         # JupyterLab 4.4+ handles widget messages on a kernel subshell (a second thread), and
         # after every widget message the kernel redraws all open pyplot figures. Two threads
         # drawing one figure at once give a blank picture: draw one update at a time, with
-        # pyplot's automatic redraw off until the figure is shown (and closed) by plt.show().
+        # pyplot's automatic redraw off until the figure is shown (and closed) by plotting.show.
+        values = {name: control.value for name, control in controls.items()}
         with _DRAW_LOCK, out, plt.ioff():
             out.clear_output(wait=True)
-            draw(**{name: control.value for name, control in controls.items()})
-            plt.show()
+            draw(**values)
+            if plt.get_fignums():
+                from helpers import plotting  # here: plotting imports html_plots, which imports nothing of widgets
+
+                plotting.show(alt(**values) if alt is not None else describe_state(values))
 
     for control in controls.values():
         control.observe(refresh, names="value")
@@ -49,6 +55,17 @@ def explorer(controls, draw, layout="vertical"):
     box.controls, box.refresh = controls, refresh
     refresh()
     return box
+
+
+def describe_state(values):
+    """A figure's default text alternative in an explorer: the controls' values. -> str.
+
+    Shapes: values {name: value} ({"T": 8} -> "The explorer's figure, drawn for its current settings: T = 8").
+    """
+    shown = ", ".join(
+        f"{name} = {value!r}" if isinstance(value, str) else f"{name} = {value}" for name, value in values.items()
+    )
+    return f"The explorer's figure, drawn for its current settings: {shown or 'none'}"
 
 
 def show_html(markup):

@@ -15,6 +15,7 @@ __all__ = ["POSITION_MAX_OFFSET", "position_pair_summary", "position_explorer"]
 
 POSITION_MAX_OFFSET = 200  # the offset curve runs over k = 0..POSITION_MAX_OFFSET, every offset of the sliders
 _MAX_SHOWN_PAIRS = 8  # the encodings' table shows at most this many pairs of the band
+_TEXT_INK = "#222"  # the arrows' labels: dark ink on the picture's own white background (see html_plots.CHART_STYLE)
 _ARROW = np.array([1.0, 0.0])  # the 2-D pair RoPE turns in the picture: it starts pointing right
 
 
@@ -57,6 +58,11 @@ def _offset_curve_svg(curve, k):
     """PE[p]·PE[p+k] against the offset k as an SVG chart, with a dot at this k when it is on the curve. -> str."""
     top = max(1.0, np.abs(curve).max())  # the dot product of a band of n pairs lies in [-n, n]
     points = np.stack([np.arange(len(curve)), curve], axis=1)  # (POSITION_MAX_OFFSET + 1, 2): (k, dot product)
+    here = f"at k = {k} it is {curve[k]:.2f}" if k < len(curve) else f"k = {k} is off the curve"
+    description = (
+        f"Line chart of PE[p]·PE[p+k] against the offset k from 0 to {len(curve) - 1}: {curve[0]:.2f} at k = 0, "
+        f"lowest {curve.min():.2f} at k = {int(np.argmin(curve))}; {here} (the dot)"
+    )
     chart = html_plots.line_chart_svg(
         {"PE[p]·PE[p+k]": points},
         (0, len(curve) - 1),
@@ -68,6 +74,7 @@ def _offset_curve_svg(curve, k):
         legend=False,
         width=260,
         height=160,
+        description=description,
     )
     return html_plots.titled(f"PE[p]·PE[p+k], k = 0..{len(curve) - 1}", chart)
 
@@ -76,12 +83,13 @@ def _arrows_svg(arrows, labels, title, size=170):
     """2-D vectors of length about 1 as SVG arrows from the centre, on a unit circle. -> str.
 
     Two arrows that (nearly) coincide get their labels one above the other, where they would print over each other.
+    The picture is an image to a screen reader, named by each arrow's label and angle; it has its own background.
     """
     c, r = size / 2, size / 2 - 35  # room for the labels outside the circle
     colors = (html_plots.BLUE, html_plots.ORANGE)
     tips = np.asarray(arrows, dtype=float)  # (n, 2)
     close = len(tips) == 2 and np.linalg.norm(tips[0] - tips[1]) < 0.5  # labels about 30 px wide, 70 px out
-    parts = [f'<circle cx="{c}" cy="{c}" r="{r}" fill="none" stroke="#ddd"/>']
+    parts = [f'<circle cx="{c}" cy="{c}" r="{r}" fill="none" stroke="#bbb"/>']
     for i, ((a, b), label, color) in enumerate(zip(tips, labels, colors, strict=False)):
         tip_x, tip_y = c + a * r, c - b * r  # SVG's y axis points down
         at_a, at_b = tips.mean(axis=0) / max(np.linalg.norm(tips.mean(axis=0)), 1e-9) if close else (a, b)
@@ -89,11 +97,18 @@ def _arrows_svg(arrows, labels, title, size=170):
         parts.append(
             f'<line x1="{c}" y1="{c}" x2="{tip_x:.1f}" y2="{tip_y:.1f}" stroke="{color}" stroke-width="3"/>'
             f'<circle cx="{tip_x:.1f}" cy="{tip_y:.1f}" r="4" fill="{color}"/>'
-            f'<text x="{text_x:.1f}" y="{text_y:.1f}" fill="{color}" text-anchor="middle">'
+            f'<text x="{text_x:.1f}" y="{text_y:.1f}" fill="{_TEXT_INK}" text-anchor="middle">'
             f"{html.escape(label)}</text>"
         )
+    angles = [np.degrees(np.arctan2(b, a)) for a, b in tips]
+    description = f"{title}: arrows on a circle, " + ", ".join(
+        f"{label} at {angle:.0f} degrees" for label, angle in zip(labels, angles, strict=False)
+    )
     return html_plots.titled(
-        title, f'<svg width="{size}" height="{size}" style="font:11px sans-serif">{"".join(parts)}</svg>'
+        title,
+        f'<svg width="{size}" height="{size}" role="img" aria-label="{html.escape(description)}" '
+        f'style="font:11px sans-serif;{html_plots.CHART_STYLE}"><title>{html.escape(description)}</title>'
+        f"{''.join(parts)}</svg>",
     )
 
 

@@ -34,11 +34,11 @@ def lines_svg(weights, labels, heads, *, min_weight=0.05, row_height=18):
     y = 14 + row_height * np.arange(T)  # (T,)
     lines = []
     for h in heads:
-        color = html_plots.head_color(h)
+        color, dash = html_plots.head_color(h), _dash_attribute(h)
         for i, j in zip(*np.nonzero(weights[h] / top >= min_weight), strict=True):
             w = weights[h, i, j] / top
             lines.append(
-                f'<line x1="{left}" y1="{y[i]}" x2="{right}" y2="{y[j]}" stroke="{color}" '
+                f'<line x1="{left}" y1="{y[i]}" x2="{right}" y2="{y[j]}" stroke="{color}"{dash} '
                 f'stroke-width="{0.5 + 5 * w:.1f}" stroke-opacity="{0.15 + 0.8 * w:.2f}"/>'
             )
     text = "".join(
@@ -47,15 +47,42 @@ def lines_svg(weights, labels, heads, *, min_weight=0.05, row_height=18):
         for i, label in enumerate(labels)
     )
     height = 14 + row_height * T
-    return f'<svg width="{width}" height="{height}" style="font:12px sans-serif">{"".join(lines)}{text}</svg>'
+    description = html.escape(_describe_lines(weights, labels, heads))
+    return (
+        f'<svg width="{width}" height="{height}" role="img" aria-label="{description}" '
+        f'style="font:12px sans-serif;{html_plots.CHART_STYLE}"><title>{description}</title>'
+        f"{''.join(lines)}{text}</svg>"
+    )
+
+
+def _describe_lines(weights, labels, heads, most=3):
+    """lines_svg's text alternative: what it draws, and the strongest lines of the heads drawn. -> str."""
+    which = f"head {heads[0]}" if len(heads) == 1 else f"{len(heads)} heads"
+    if not len(labels) or not len(heads):
+        return f"Attention lines of {which}: no tokens to draw"
+    chosen = weights[list(heads)]  # (n_heads drawn, T, T)
+    strongest = np.argsort(chosen, axis=None, kind="stable")[::-1][:most]
+    named = []
+    for h, i, j in zip(*np.unravel_index(strongest, chosen.shape), strict=True):
+        named.append(f"{labels[i]} to {labels[j]} {chosen[h, i, j]:.2f} (head {heads[h]})")
+    return (
+        f"Attention lines of {which}, from each query token on the left to the keys on the right, "
+        f"thicker for larger weights; strongest: " + ", ".join(named)
+    )
+
+
+def _dash_attribute(h):
+    """Head h's dash (html_plots.head_dash) as an SVG attribute ("" when solid): heads differ in more than colour."""
+    dash = html_plots.head_dash(h)
+    return f' stroke-dasharray="{dash}"' if dash else ""
 
 
 def _legend(heads):
-    """A colour swatch and name per head drawn. -> str"""
+    """A swatch of each drawn head's line (its colour and dash) and its name. -> str"""
     items = "".join(
-        f'<span style="white-space:nowrap;margin-right:8px"><span style="display:inline-block;'
-        f'width:12px;height:4px;margin:0 3px 3px 0;background:{html_plots.head_color(h)}">'
-        f"</span>head {h}</span> "
+        f'<span style="white-space:nowrap;margin-right:8px"><svg width="18" height="6" aria-hidden="true" '
+        f'style="margin:0 3px 1px 0"><line x1="0" y1="3" x2="18" y2="3" stroke="{html_plots.head_color(h)}" '
+        f'stroke-width="2.5"{_dash_attribute(h)}/></svg>head {h}</span> '
         for h in heads
     )
     return f'<div style="max-width:420px;font:11px sans-serif">{items}</div>'
@@ -112,7 +139,11 @@ def attention_explorer(model, sentence="The cat sat on the mat.", layer=0, head=
         heads = [head] if view == "one head" else list(range(model.n_heads))
         what = f"layer {layer}, head {head}" if view == "one head" else f"layer {layer}, all {model.n_heads} heads"
         title = f"<b>{html.escape(what)}</b>: query (left) → key (right)"
-        picture = f"<div>{title}{lines_svg(weights, tokens, heads)}{_legend(heads)}</div>"
+        # the lines, their title and legend on their own white background: black head lines stay visible in a dark theme
+        picture = (
+            f'<div style="{html_plots.CHART_STYLE};padding:4px">{title}{lines_svg(weights, tokens, heads)}'
+            f"{_legend(heads)}</div>"
+        )
         table = ""
         if view == "one head" and tokens:
             table = html_plots.heatmap(weights[head], tokens, tokens, title=what, cmap="Blues", vmin=0)

@@ -56,9 +56,12 @@ def block_grid_html(grid, cell_px=10):
         f"{html.escape(TILE_NAMES[kind])}"
         for kind in (TILE_COMPUTED, TILE_MASKED, TILE_SKIPPED)
     )
+    counts = ", ".join(f"{count} {name}" for name, count in tile_counts(grid).items())
+    description = f"A grid of {grid.shape[0]} by {grid.shape[1]} tiles, query blocks down, key blocks across: {counts}"
     return (
         f'<div style="font:12px sans-serif">rows: query blocks, columns: key blocks{legend}</div>'
-        f'<table style="border-collapse:collapse;margin:4px 0">{rows}</table>'
+        f'<table role="img" aria-label="{html.escape(description)}" style="border-collapse:collapse;margin:4px 0">'
+        f"{rows}</table>"
     )
 
 

@@ -4,6 +4,11 @@ nbval compares what the kernel printed; it cannot see what a learner sees. This 
 each notebook in the browser, clears its outputs, runs all cells and checks the page: no
 error output, every image loaded, every widget rendered, and each interactive explorer
 answers when one of its controls moves. A screenshot of each notebook goes to screenshots/.
+In JupyterLab it also checks accessibility (accessibility.py beside this file): each notebook's
+explorer driven by keyboard alone, axe-core on the page after Run All (no serious or critical
+violation in the workshop's own output), and the same page again in JupyterLab Dark (axe, the
+contrast of our SVG charts' text, and a screenshot, lab-dark-*.png). axe's counts go to
+screenshots/axe.json and a table at the end.
 It also opens each notebook untouched and saves it: the file must not change (a notebook
 that JupyterLab rewrites on opening clashes with `git pull` once autosave has run).
 
@@ -34,6 +39,10 @@ from pathlib import Path
 import pytest
 
 playwright_sync = pytest.importorskip("playwright.sync_api", reason="pip install -r requirements-browser.txt")
+pytest.importorskip("axe_playwright_python", reason="pip install -r requirements-browser.txt")
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import accessibility  # noqa: E402 - beside this file, after the check that its axe-core is installed
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = Path(os.environ.get("BROWSER_TEST_NOTEBOOKS", ROOT / "notebooks")).resolve()
@@ -68,6 +77,7 @@ SETTINGS_OVERRIDES = {
 
 TIMES = []  # (interface, notebook, {phase: seconds}) for the summary at the end
 PAGE_ERRORS = []  # (interface, notebook, [messages]): reported, not failures (Notebook 7 logs one on load)
+KEYBOARD_LOG = []  # (notebook, [the keyboard moves made on its explorer])
 
 
 def has_widget(path):
@@ -218,13 +228,27 @@ class TimesReport:
         if not TIMES:
             return
         terminalreporter.section("browser test: seconds per notebook")
-        phases = ["open", "run all", "checks", "widgets", "screenshot", "total"]
+        phases = ["open", "run all", "checks", "widgets", "a11y", "screenshot", "total"]
         terminalreporter.write_line(f"{'interface':<10} {'notebook':<36}" + "".join(f"{p:>11}" for p in phases))
         for interface, name, seconds in TIMES:
             row = "".join(f"{seconds.get(p, 0.0):>11.1f}" for p in phases)
             terminalreporter.write_line(f"{interface:<10} {name:<36}{row}")
         for interface, name, errors in PAGE_ERRORS:
             terminalreporter.write_line(f"page errors in {interface} {name} (not failures): {errors}")
+        if accessibility.AXE_RESULTS:
+            accessibility.write_axe_json(SCREENSHOTS / "axe.json")
+            terminalreporter.section("browser test: accessibility")
+            for line in accessibility.axe_table_lines():
+                terminalreporter.write_line(line)
+            terminalreporter.write_line(f"(every node: {SCREENSHOTS / 'axe.json'})")
+            for theme in accessibility.THEMES:
+                texts = [(n, bad) for t, n, bad in accessibility.TEXT_CHECKS if t == theme]
+                terminalreporter.write_line(
+                    f"text contrast, {theme} theme: {sum(n for n, _ in texts)} texts in the outputs checked, "
+                    f"{sum(bad for _, bad in texts)} below {accessibility.MIN_CONTRAST}:1"
+                )
+        for name, log in KEYBOARD_LOG:
+            terminalreporter.write_line(f"keyboard, {name}: " + "; ".join(log))
 
 
 @pytest.fixture(scope="session")
@@ -590,15 +614,42 @@ def exercise_explorers(page, server, rel):
     return explorers, problems
 
 
-def screenshot(page, rel, path):
+def tall_viewport(page, rel):
+    """A viewport as tall as the notebook, so every output is on screen (axe skips what a scroller hides)."""
     height = min(max(page.evaluate(HEIGHT_JS, rel) + 200, 900), 30_000)
     page.set_viewport_size({"width": 1280, "height": height})
     page.wait_for_timeout(300)  # let the layout settle at the new size
     page.evaluate(TO_TOP_JS, rel)
     page.wait_for_timeout(200)
+
+
+def screenshot(page, rel, path):
+    tall_viewport(page, rel)
     SCREENSHOTS.mkdir(exist_ok=True)
     page.screenshot(path=str(path), full_page=True)
     page.set_viewport_size({"width": 1280, "height": 900})
+
+
+def accessibility_problems(page, server, notebook, rel, explorers):
+    """The explorer by keyboard, then axe and the SVG text's contrast in the light and the dark theme."""
+    problems = []
+    if explorers:  # one explorer per notebook: its first
+        keyboard, log = accessibility.keyboard_problems(page, server, rel, explorers[0], SIGNATURE_JS, wait_until)
+        problems += [f"keyboard: {p}" for p in keyboard]
+        KEYBOARD_LOG.append((notebook.name, log))
+    try:
+        for theme in ("light", "dark"):
+            accessibility.set_theme(page, theme)
+            tall_viewport(page, rel)
+            problems += accessibility.run_axe(page, theme, notebook.stem)
+            problems += accessibility.text_contrast_problems(page, theme)[0]
+            if theme == "dark":
+                SCREENSHOTS.mkdir(exist_ok=True)
+                page.screenshot(path=str(SCREENSHOTS / f"lab-dark-{notebook.stem}.png"), full_page=True)
+    finally:
+        accessibility.set_theme(page, "light")  # the theme is saved in the settings: the next notebook opens light
+        page.set_viewport_size({"width": 1280, "height": 900})
+    return problems
 
 
 def open_notebook(page, server, rel, interface):
@@ -645,6 +696,9 @@ def check_notebook(page, server, notebook, interface):
         if has_widget(notebook) and not explorers:
             problems.append("the notebook shows a widget but no explorer (a control above an output) was found")
         lap("widgets")
+        if interface == "lab":
+            problems += accessibility_problems(page, server, notebook, rel, explorers)
+            lap("a11y")
         print(
             f"{interface} {notebook.name}: {progress['counted']}/{progress['code']} code cells ran, "
             f"{len(explorers)} explorer(s) moved"

@@ -154,7 +154,14 @@ class Hub:
     """JupyterHub with a throwaway state folder; `with Hub(...) as hub:` stops it whatever happens."""
 
     def __init__(
-        self, state=None, user_env=None, cull=None, kernel_cull=None, activity_interval=None, keep_state=False
+        self,
+        state=None,
+        user_env=None,
+        cull=None,
+        kernel_cull=None,
+        activity_interval=None,
+        keep_state=False,
+        board_from=None,
     ):
         if not (USER_BIN / "jupyterhub-singleuser").exists() or not PROXY.exists():
             raise RuntimeError(f"{CLASS_DIR} is not set up: run `make class-test` (it installs the hub first)")
@@ -163,6 +170,7 @@ class Hub:
         self.token = os.urandom(16).hex()
         self.port, self.api_port, self.proxy_api_port = free_port(), free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
+        self.board_url = f"{self.url}/services/board/" if board_from else None  # the class board, behind the proxy
         self.env = dict(
             os.environ,
             CLASS_HUB_STATE=str(self.state),
@@ -177,6 +185,8 @@ class Hub:
             CLASS_HUB_CULL=cull or "",
             CLASS_HUB_ACTIVITY_INTERVAL=str(activity_interval or ""),
             CLASS_HUB_KERNEL_CULL=kernel_cull or "",
+            CLASS_HUB_BOARD=str(free_port()) if board_from else "",  # the board's port
+            CLASS_HUB_WORKSHOP=str(board_from or ""),  # the clone of the workshop the board runs from
         )
         for name in ("MPLBACKEND", "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH", "JUPYTER_PATH", "PYTHONPATH"):
             self.env.pop(name, None)  # nothing from the caller's environment reaches the learners
@@ -245,6 +255,14 @@ class Hub:
     def learner_processes(self):
         self.remember()
         return processes(self.proc.pid)
+
+    def board_pid(self):
+        """The class board's process (a service the hub started), or None."""
+        self.remember()
+        for pid in descendants(self.proc.pid):
+            if any(part.endswith("board_app.py") for part in _cmdline(pid)):
+                return pid
+        return None
 
     def _own_pids(self):
         """The hub and what it runs besides the learners' servers: the proxy, services."""

@@ -39,11 +39,29 @@ c.Spawner.args = ["--allow-root"] if os.geteuid() == 0 else []  # jupyter_server
 c.Spawner.start_timeout = 300  # many servers starting at once on 2 cores
 c.Spawner.http_timeout = 300
 
-# The test's own token (a service): reads which servers run and stops them at the end.
+# The test's own token (a service): reads which servers run and stops them at the end; makes the board
+# test's extra learners and their tokens.
 c.JupyterHub.services = [{"name": "class-test", "api_token": os.environ["CLASS_HUB_TOKEN"]}]
 c.JupyterHub.load_roles = [
-    {"name": "class-test", "services": ["class-test"], "scopes": ["admin:users", "admin:servers", "list:users"]}
+    {
+        "name": "class-test",
+        "services": ["class-test"],
+        "scopes": ["admin:users", "admin:servers", "list:users", "tokens"],
+    }
 ]
+
+# Optional: the class board exactly as the README's section configures it (CLASS_HUB_BOARD="port"), run from
+# the published workshop (the instructor's clone), its database in the hub's state folder.
+if os.environ.get("CLASS_HUB_BOARD"):
+    os.environ.update(
+        BOARD_PORT=os.environ["CLASS_HUB_BOARD"],
+        BOARD_WORKSHOP=os.environ["CLASS_HUB_WORKSHOP"],
+        BOARD_HELPERS_PYTHON=str(user_bin / "python"),
+        BOARD_FOLDER=str(state / "board"),
+        BOARD_INSTRUCTORS="instructor",
+    )
+    load_subconfig(str(Path(os.environ["CLASS_HUB_WORKSHOP"]) / "deploy" / "board" / "jupyterhub_config_board.py"))
+    c.Authenticator.admin_users = {"head"}  # an admin who is not in the instructors' group
 
 # Optional: jupyterhub-idle-culler, as a real hub would run it (CLASS_HUB_CULL="timeout every").
 # The benchmark shrinks the time scale: servers report activity every few seconds instead of 300.

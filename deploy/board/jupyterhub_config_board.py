@@ -1,0 +1,52 @@
+# The class board: one section of a JupyterHub's configuration (README, "Running it for a class").
+# On TLJH: copy this file to /opt/tljh/config/jupyterhub_config.d/board.py, set the settings below,
+# then `sudo tljh-config reload hub`. Elsewhere: add it to jupyterhub_config.py, or load it from there
+# with `load_subconfig("/path/to/jupyterhub_config_board.py")`. The class test loads it as it is.
+# ruff: noqa: F821  (`c` is the config object JupyterHub passes in)
+import os
+import sys
+
+BOARD_WORKSHOP = os.environ.get("BOARD_WORKSHOP", "/srv/attention-from-scratch")  # a clone of the workshop
+BOARD_HELPERS_PYTHON = os.environ.get("BOARD_HELPERS_PYTHON", "/opt/tljh/user/bin/python")  # the learners' Python
+BOARD_FOLDER = os.environ.get("BOARD_FOLDER", "/srv/board")  # the board's own folder: board.sqlite lives here
+BOARD_GROUP = os.environ.get("BOARD_GROUP", "instructors")  # who may open the board (and the hub's admins)
+BOARD_INSTRUCTORS = os.environ.get("BOARD_INSTRUCTORS", "")  # hub names put in that group, comma-separated
+BOARD_NAMES = os.environ.get("BOARD_NAMES", "hub")  # "hub": learners by hub name; "anonymous": learner 1, 2, ...
+BOARD_PORT = int(os.environ.get("BOARD_PORT", "10101"))  # on 127.0.0.1, behind the hub's proxy
+
+os.makedirs(BOARD_FOLDER, mode=0o700, exist_ok=True)
+board_url = f"http://127.0.0.1:{BOARD_PORT}"
+# .append/.update/.extend work whether or not an earlier section set these already
+c.JupyterHub.services.append(
+    {
+        "name": "board",
+        "url": board_url,  # the proxy serves it at <hub>/services/board/
+        "command": [sys.executable, os.path.join(BOARD_WORKSHOP, "deploy", "board", "board_app.py")],
+        "cwd": BOARD_FOLDER,
+        "oauth_no_confirm": True,
+        "display": True,  # listed in the hub's Services menu
+        "environment": {
+            "BOARD_WORKSHOP": BOARD_WORKSHOP,
+            "BOARD_HELPERS_PYTHON": BOARD_HELPERS_PYTHON,
+            "BOARD_GROUP": BOARD_GROUP,
+            "BOARD_NAMES": BOARD_NAMES,
+        },
+    }
+)
+# adds these users to the group (it never removes one: that is done on the hub's admin page or its API)
+c.JupyterHub.load_groups.update(
+    {BOARD_GROUP: {"users": [n.strip() for n in BOARD_INSTRUCTORS.split(",") if n.strip()]}}
+)
+c.JupyterHub.load_roles.extend(
+    [
+        # the board reads a visitor's groups and admin flag from the hub
+        {"name": "board", "services": ["board"], "scopes": ["read:users"]},
+        # every user may reach the board: learners to post their verdicts, the board itself decides who sees it
+        {"name": "user", "scopes": ["self", "access:services!service=board"]},
+    ]
+)
+# the token in each learner's server (and its kernels) may post to the board, and nothing more than before
+c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "access:services!service=board"]
+# where the checks in a learner's kernel send their verdicts (helpers/checks/_report.py): the board's own
+# address, which the learners' servers reach directly on this machine
+c.Spawner.environment.update({"WORKSHOP_BOARD_URL": f"{board_url}/services/board/"})

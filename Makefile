@@ -17,7 +17,8 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test quick test-oldest setup setup-test lint unit nbval nbval-second execute clear-outputs times clean \
-        help chromium browser-test deploy-test class-test class-size class-link api-docs release
+        help chromium browser-test deploy-test class-test class-size class-link api-docs release \
+        lite lite-serve lite-test
 
 # `make help` prints the `##` text after each target below: describe a new target there
 help:  ## this list
@@ -140,8 +141,8 @@ remove-notebook: $(TEST_STAMP)  ## NN=12 NAME=cross_attention [FORCE=1]: remove 
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
 
-clean:  ## remove .venv, .venv-oldest and .class-test
-	rm -rf $(VENV) $(OLDEST_VENV) $(CLASS_DIR)
+clean:  ## remove .venv, .venv-oldest, .venv-lite and .class-test
+	rm -rf $(VENV) $(OLDEST_VENV) $(LITE_VENV) $(CLASS_DIR)
 
 # ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
 # make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in
@@ -214,3 +215,29 @@ class-size: $(CLASS_USER) $(CLASS_PROXY)  ## memory per learner and time to firs
 class-link:  ## HUB=https://hub.example.org [NB=...]: the nbgitpuller link for your hub
 	@if [ -z "$(HUB)" ]; then echo "usage: make class-link HUB=https://hub.example.org [NB=notebooks/03_queries_keys_values.ipynb]"; exit 2; fi
 	@$(PYTHON) deploy/class_link.py "$(HUB)" $(if $(filter command line,$(origin NB)),--notebook "$(NB)",)
+
+# ---- the JupyterLite edition: the notebooks in the browser, no server (README "In the browser (JupyterLite)") ----
+# make lite: the static site in build/lite (tools/build_lite.py; its tools pinned in requirements-lite.txt, in
+#   .venv-lite; what it serves pinned by hash in deploy/lite/site-wheels.txt; Pyodide from the site itself unless
+#   PYODIDE_URL=... names another copy of that mirror). Needs npm (for Pyodide's core files) the first time.
+# make lite-serve: that site on http://127.0.0.1:$(LITE_PORT)/ (Ctrl+C stops it)
+# make lite-test: notebooks run top to bottom in headless Chromium with no network at all (unshare -n)
+LITE_VENV  := .venv-lite
+LITE_STAMP := $(LITE_VENV)/.installed
+LITE_PORT  ?= 8765
+LITE_NB    ?= 00 01 03 09
+
+$(LITE_STAMP): requirements-lite.txt
+	$(PYTHON) -m venv $(LITE_VENV)
+	$(LITE_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -r requirements-lite.txt
+	@touch $@
+
+lite: $(LITE_STAMP)  ## [PYODIDE_URL=...] build the JupyterLite site in build/lite (about a minute; 140 MB)
+	$(LITE_VENV)/bin/python tools/build_lite.py $(if $(PYODIDE_URL),--pyodide-url "$(PYODIDE_URL)",)
+
+lite-serve:  ## serve build/lite on http://127.0.0.1:8765/ (make lite first; LITE_PORT=...)
+	@test -f build/lite/jupyter-lite.json || { echo "no site in build/lite: run make lite first"; exit 1; }
+	$(PYTHON) -m http.server $(LITE_PORT) --bind 127.0.0.1 --directory build/lite
+
+lite-test: lite chromium  ## [LITE_NB="00 01 03 09"] notebooks in JupyterLite in Chromium, offline (unshare -n; minutes)
+	CHROMIUM=$(CHROMIUM) unshare -n $(LITE_VENV)/bin/python tests/lite/check_lite.py build/lite $(LITE_NB)

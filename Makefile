@@ -233,6 +233,10 @@ $(LITE_STAMP): requirements-lite.txt
 	@touch $@
 
 lite: $(LITE_STAMP)  ## [PYODIDE_URL=...] build the JupyterLite site in build/lite (about a minute; 140 MB)
+	@if ! command -v npm >/dev/null && [ ! -f build/lite-cache/pyodide-0.27.7.tgz ]; then \
+	    if [ "$$(id -u)" != 0 ]; then echo "npm is missing (it fetches Pyodide once): sudo apt-get install -y npm"; exit 1; fi; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y npm; \
+	fi
 	$(LITE_VENV)/bin/python tools/build_lite.py $(if $(PYODIDE_URL),--pyodide-url "$(PYODIDE_URL)",)
 
 lite-serve:  ## serve build/lite on http://127.0.0.1:8765/ (make lite first; LITE_PORT=...)

@@ -13,12 +13,15 @@ The file name does not start with test_: `make test` never collects it.
 """
 
 import fcntl
+import functools
+import json
 import os
 import socket
 import struct
-import subprocess
 import sys
+import threading
 import time
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from playwright.sync_api import sync_playwright
@@ -27,10 +30,20 @@ CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TIMEOUT = float(os.environ.get("LITE_TEST_TIMEOUT", "900"))  # seconds for one notebook's Run All
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check"]
 
+# Settings a learner's site does not have but the test needs, served in place of the site's jupyter-lite.json:
+# every cell in the DOM (JupyterLab otherwise renders only the cells in view, and the test would read empty
+# prompts), no autosave (the browser's copy stays the shipped one), no news toast.
+SETTINGS_OVERRIDES = {
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension:plugin": {"autosave": False},
+    "@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": False},
+}
+
 CELLS_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-CodeCell')].map((cell) => {
   const outputs = [...cell.querySelectorAll('.jp-OutputArea-output')];
   return {
     prompt: (cell.querySelector('.jp-InputArea-prompt') || {textContent: ''}).textContent.trim(),
+    hidden: cell.querySelector('.jp-InputPlaceholder') !== null,
     source: (cell.querySelector('.jp-InputArea-editor') || {textContent: ''}).textContent.slice(0, 60),
     stderr: outputs.filter((o) => o.getAttribute('data-mime-type') === 'application/vnd.jupyter.stderr')
                    .map((o) => o.textContent),
@@ -55,17 +68,39 @@ def loopback_up():
             fcntl.ioctl(s, 0x8914, struct.pack("16sH", b"lo", flags | 1))  # SIOCSIFFLAGS
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+class SiteHandler(SimpleHTTPRequestHandler):
+    """The built site as it is, but for its jupyter-lite.json, which gets SETTINGS_OVERRIDES; quiet."""
+
+    def do_GET(self):
+        if self.path.split("?")[0] != "/jupyter-lite.json":
+            return super().do_GET()
+        config = json.loads((Path(self.directory) / "jupyter-lite.json").read_text(encoding="utf-8"))
+        config["jupyter-config-data"].setdefault("settingsOverrides", {}).update(SETTINGS_OVERRIDES)
+        body = json.dumps(config).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def ran(cells):
+    """Whether each cell ran: its prompt shows a number. A cell whose code is collapsed (the first cell) shows no
+    prompt: it ran if a later cell did (Run All goes in order and stops at an error)."""
+    counted = [cell["prompt"].strip("[]: ").isdigit() for cell in cells]
+    return [
+        c or (cell["hidden"] and any(counted[i + 1 :])) for i, (c, cell) in enumerate(zip(counted, cells, strict=True))
+    ]
 
 
 def problems_of(cells):
     problems = []
-    for i, cell in enumerate(cells):
+    for i, (cell, done) in enumerate(zip(cells, ran(cells), strict=True)):
         where = f"cell {i} ({cell['source'].splitlines()[0] if cell['source'] else ''!r})"
-        if not cell["prompt"].strip("[]: ").isdigit():
+        if not done:
             problems.append(f"{where} did not run (prompt {cell['prompt']!r})")
         for text in cell["stderr"]:
             if "Traceback" in text or "Error" in text:
@@ -103,10 +138,10 @@ def run_notebook(browser, base, path, drive, blocked):
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
     deadline, quiet_since = start + TIMEOUT, None
     while time.monotonic() < deadline:
-        prompts = [c["prompt"] for c in page.evaluate(CELLS_JS)]
-        if prompts and all(p.strip("[]: ").isdigit() for p in prompts):
+        cells = page.evaluate(CELLS_JS)
+        if cells and all(ran(cells)):
             break
-        busy = any("*" in p for p in prompts)
+        busy = any("*" in c["prompt"] for c in cells)
         quiet_since = None if busy else (quiet_since or time.monotonic())
         if quiet_since and time.monotonic() - quiet_since > 30:
             break  # nothing running or queued: Run All stopped at an error
@@ -150,15 +185,10 @@ def main(site, numbers):
         loopback_up()
     except OSError as exc:
         print(f"(loopback not brought up: {exc}; fine outside a network namespace)")
-    port = free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base, blocked, failed, driven = f"http://127.0.0.1:{port}/", [], False, False
+    server = ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(SiteHandler, directory=str(site)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base, blocked, failed, driven = f"http://127.0.0.1:{server.server_port}/", [], False, False
     try:
-        time.sleep(1)
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
             for path in chosen:
@@ -172,8 +202,7 @@ def main(site, numbers):
                 failed = failed or bool(problems)
             browser.close()
     finally:
-        server.terminate()
-        server.wait()
+        server.shutdown()
     if blocked:
         print(f"requests that left 127.0.0.1 (aborted): {len(blocked)}, e.g. {blocked[:5]}")
     if not driven:

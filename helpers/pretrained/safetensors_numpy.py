@@ -3,7 +3,10 @@
 The format: 8 bytes (little-endian u64) giving the length of a JSON header, the header (name -> dtype,
 shape, [start, end) byte offsets into the data that follows; plus an optional "__metadata__"), then the data.
 load_file and safe_open mirror safetensors.numpy.load_file and safetensors.safe_open(..., framework="np")
-as the helpers use them; tests/test_safetensors_numpy.py compares them with the real package.
+as the helpers use them; tests/test_lite_fallbacks.py compares them with the real package.
+
+In the browser only: used from 01_embeddings on, through helpers.pretrained; the whole encoder is taught in
+09_attention_in_a_real_model.
 """
 
 import json

@@ -7,6 +7,9 @@ punctuation character a word of its own), greedy longest-match WordPiece with th
 [UNK] for a word with no match or longer than 100 characters, then the template [CLS] $A [SEP].
 Only what the helpers use is here: encode, encode_batch, get_vocab, no_padding, no_truncation;
 an encoding has .ids, .tokens and .word_ids.
+
+In the browser only: used from 01_embeddings on, through helpers.pretrained; the whole encoder is taught in
+09_attention_in_a_real_model.
 """
 
 import json

@@ -17,7 +17,8 @@ PIP        := $(BIN)/python -m pip --disable-pip-version-check
 ROOT_FLAG := $(if $(filter 0,$(shell id -u)),--allow-root,)
 
 .PHONY: lab test quick test-oldest setup setup-test lint unit nbval nbval-second execute clear-outputs times clean \
-        help chromium browser-test deploy-test class-test class-size class-link api-docs release
+        help chromium browser-test deploy-test class-test class-size class-link api-docs release \
+        lite lite-mirror lite-serve lite-test
 
 # `make help` prints the `##` text after each target below: describe a new target there
 help:  ## this list
@@ -140,8 +141,8 @@ remove-notebook: $(TEST_STAMP)  ## NN=12 NAME=cross_attention [FORCE=1]: remove 
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
 
-clean:  ## remove .venv, .venv-oldest and .class-test
-	rm -rf $(VENV) $(OLDEST_VENV) $(CLASS_DIR)
+clean:  ## remove .venv, .venv-oldest, .venv-lite and .class-test
+	rm -rf $(VENV) $(OLDEST_VENV) $(LITE_VENV) $(CLASS_DIR)
 
 # ---- the real-browser test, and Binder and Colab readiness (tests/browser, tests/deploy) ----
 # make browser-test: every notebook run in JupyterLab (and 00 plus a widget notebook in
@@ -215,3 +216,42 @@ class-size: $(CLASS_USER) $(CLASS_PROXY)  ## memory per learner and time to firs
 class-link:  ## HUB=https://hub.example.org [NB=...]: the nbgitpuller link for your hub
 	@if [ -z "$(HUB)" ]; then echo "usage: make class-link HUB=https://hub.example.org [NB=notebooks/03_queries_keys_values.ipynb]"; exit 2; fi
 	@$(PYTHON) deploy/class_link.py "$(HUB)" $(if $(filter command line,$(origin NB)),--notebook "$(NB)",)
+
+# ---- the JupyterLite edition: the notebooks in the browser, no server (README "In the browser (JupyterLite)") ----
+# make lite: the static site in build/lite (tools/build_lite.py; its tools pinned in requirements-lite.txt, in
+#   .venv-lite; its own wheels pinned by hash in deploy/lite/site-wheels.txt). Like every JupyterLite site it loads
+#   Pyodide 0.27.7 and its packages from Pyodide's CDN.
+# make lite-mirror: the offline Pyodide mirror in build/lite-mirror (the test's fixture, never published): npm's
+#   pyodide@0.27.7 (needs npm the first time) and package files checked against its pyodide-lock.json
+# make lite-serve: that site on http://127.0.0.1:$(LITE_PORT)/ (Ctrl+C stops it), with the mirror in place of
+#   the CDN when it is built
+# make lite-test: every notebook (or LITE_NB="00 03") run top to bottom in headless Chromium with no network at
+#   all (unshare -n), Pyodide from the mirror; then the way back from a saved copy to the workshop's notebook
+LITE_VENV  := .venv-lite
+LITE_STAMP := $(LITE_VENV)/.installed
+LITE_PORT  ?= 8765
+LITE_NB    ?=
+
+$(LITE_STAMP): requirements-lite.txt
+	$(PYTHON) -m venv $(LITE_VENV)
+	$(LITE_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -r requirements-lite.txt
+	@touch $@
+
+lite: $(LITE_STAMP)  ## build the JupyterLite site in build/lite (under a minute; 110 MB)
+	$(LITE_VENV)/bin/python tools/build_lite.py
+
+lite-mirror: $(LITE_STAMP)  ## the offline Pyodide mirror for lite-test and lite-serve in build/lite-mirror (35 MB)
+	@if ! command -v npm >/dev/null && [ ! -f build/lite-cache/pyodide-0.27.7.tgz ]; then \
+	    if [ "$$(id -u)" != 0 ]; then echo "npm is missing (it fetches Pyodide once): sudo apt-get install -y npm"; exit 1; fi; \
+	    apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y npm; \
+	fi
+	$(LITE_VENV)/bin/python tools/build_lite.py --mirror build/lite-mirror
+
+lite-serve:  ## serve build/lite on http://127.0.0.1:8765/ (make lite first; LITE_PORT=...)
+	@test -f build/lite/jupyter-lite.json || { echo "no site in build/lite: run make lite first"; exit 1; }
+	$(LITE_VENV)/bin/python tests/lite/check_lite.py --serve $(LITE_PORT) build/lite build/lite-mirror
+
+lite-test: lite lite-mirror chromium  ## [LITE_NB="00 03"] every notebook in JupyterLite in Chromium, offline (unshare -n; about an hour)
+	@if unshare -n true 2>/dev/null; then netns="unshare -n"; else netns=""; \
+	    echo "unshare -n is not allowed here: the browser keeps the network, and only the test's route blocks requests"; fi; \
+	CHROMIUM=$(CHROMIUM) $$netns $(LITE_VENV)/bin/python tests/lite/check_lite.py build/lite build/lite-mirror $(LITE_NB)

@@ -30,6 +30,11 @@ REQUIREMENTS = {
 # what Colab provides itself and must not be changed there: it has no JupyterLab, and its
 # google-colab package pins ipykernel (6.17.1 in 2025): upgrading it would break the runtime
 LEFT_TO_COLAB = {"jupyterlab", "ipykernel"}
+# in the browser (JupyterLite, sys.platform "emscripten"): the page itself is the front end and the Pyodide kernel
+# ships its own ipykernel shim, so those two are not checked; tokenizers and safetensors have no browser build, so
+# helpers.pretrained uses its pure-Python stand-ins, which tests/test_lite_fallbacks.py holds to the same results
+LEFT_TO_BROWSER = {"jupyterlab", "ipykernel"}
+STAND_INS = {"tokenizers": "helpers.pretrained.wordpiece", "safetensors": "helpers.pretrained.safetensors_numpy"}
 
 DISTRIBUTION = "attention-workshop-helpers"  # pyproject.toml's [project] name
 
@@ -151,12 +156,24 @@ def check_weights():
     return Check("weights (MiniLM)", len(digests) > 0, "sha256 ok", pretrained.WEIGHTS_PACKAGE)
 
 
-def run_all(colab=None):
-    """Every check, in the order 00_setup_check shows them."""
+def check_stand_in(name, minimum):
+    """In the browser: [OK] with the package if it is there, else with the helpers' pure-Python stand-in."""
+    check = check_package(name, minimum)
+    if check.found != "missing":
+        return check
+    return Check(name, True, "stand-in", f"{minimum}+ or {STAND_INS[name]}")
+
+
+def run_all(colab=None, browser=None):
+    """Every check, in the order 00_setup_check shows them (browser: JupyterLite, found from sys.platform)."""
     colab = "google.colab" in sys.modules if colab is None else colab
+    browser = sys.platform == "emscripten" if browser is None else browser
+    skipped = (LEFT_TO_COLAB if colab else set()) | (LEFT_TO_BROWSER if browser else set())
     checks = [check_python()]
     checks += [
-        check_package(name, minimum) for name, minimum in REQUIREMENTS.items() if not (colab and name in LEFT_TO_COLAB)
+        check_stand_in(name, minimum) if browser and name in STAND_INS else check_package(name, minimum)
+        for name, minimum in REQUIREMENTS.items()
+        if name not in skipped
     ]
     if not colab:
         checks.append(check_widget_frontend())

@@ -13,10 +13,15 @@ import contextlib
 import ctypes
 import glob
 import os
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
+
+# In the browser (JupyterLite: Pyodide, WebAssembly) a program has one thread: Python cannot start another
+# ("can't start new thread"), so everything here runs on that one.
+IN_BROWSER = sys.platform == "emscripten"
 
 # (set, get) function pairs, by the names the BLAS builds numpy ships with export
 _SETTERS = (
@@ -96,7 +101,9 @@ def blas_single_thread():
 
 
 def cpu_count():
-    """The cores this process may run on (the affinity mask where the OS has one)."""
+    """The cores this process may run on (the affinity mask where the OS has one; 1 in the browser)."""
+    if IN_BROWSER:
+        return 1
     if hasattr(os, "sched_getaffinity"):
         return len(os.sched_getaffinity(0))
     return os.cpu_count() or 1
@@ -127,7 +134,7 @@ def parallel_for(work, items, n_threads):
             work(item, scratch)
 
     with blas_single_thread():
-        if n_threads == 1:
+        if n_threads == 1 or IN_BROWSER:  # the browser has no threads: the same work, one item after another
             worker()
             return
         with ThreadPoolExecutor(max_workers=n_threads) as pool:

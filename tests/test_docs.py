@@ -41,6 +41,9 @@ ALLOWED_URLS = {
     r"https://(github\.com|colab\.research\.google\.com)/$": "code that builds addresses from a prefix",
     r"https://(tljh|z2jh)\.jupyter\.org/?$": "where an instructor gets a JupyterHub (the README's table)",
     r"http://www\.w3\.org/2000/svg": "the SVG namespace",
+    r"https://attention-from-scratch\.github\.io/attention-from-scratch/": "the JupyterLite edition on GitHub Pages",
+    r"https://jupyterlite\.rtfd\.io/en/latest/_static/badge\.svg$": "JupyterLite's badge",
+    r"https://cdn\.jsdelivr\.net/pyodide/v\d+\.\d+\.\d+/full/$": "where the site loads Pyodide from",
 }
 URL = re.compile(r"https?://[^\s)\"'<>`\]]+")
 

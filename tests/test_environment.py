@@ -49,3 +49,17 @@ def test_report_prints_each_fix_on_its_own_line_ready_to_paste(monkeypatch, caps
 def test_report_with_nothing_failed(capsys):
     assert environment.report([environment.check_python()]) == []
     assert "Everything is in place." in capsys.readouterr().out
+
+
+def test_in_the_browser_the_stand_ins_pass_and_the_front_end_packages_are_not_checked(monkeypatch):
+    """JupyterLite: no jupyterlab, a shim ipykernel, no tokenizers/safetensors: no false FAIL, and no such lines."""
+    versions = {"numpy": "2.0.2", "matplotlib": "3.8.4", "ipywidgets": "8.1.7", "jupyterlab_widgets": "3.0.15"}
+    fake_versions(monkeypatch, {**versions, "ipykernel": "6.9.2"})
+    checks = {c.name: c for c in environment.run_all(colab=False, browser=True)}
+    assert "jupyterlab" not in checks and "ipykernel" not in checks
+    assert checks["tokenizers"].ok and checks["tokenizers"].found == "stand-in"
+    assert checks["safetensors"].ok and "safetensors_numpy" in checks["safetensors"].needed
+    assert [name for name, c in checks.items() if not c.ok and name != "weights (MiniLM)"] == []
+    # off the browser the same machine fails them, each with its fix
+    failed = {c.name for c in environment.run_all(colab=False, browser=False) if not c.ok}
+    assert {"jupyterlab", "ipykernel", "tokenizers", "safetensors"} <= failed

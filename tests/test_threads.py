@@ -78,3 +78,12 @@ def test_threads_share_numpy_work_and_get_the_same_answer():
 
     threads.parallel_for(work, range(6), 3)
     assert np.allclose(out, np.exp(A / 8) @ A)
+
+
+def test_in_the_browser_there_is_one_core_and_no_thread_is_started(monkeypatch):
+    """JupyterLite's Python cannot start a thread: cpu_count is 1 and parallel_for runs every item in this thread."""
+    monkeypatch.setattr(threads, "IN_BROWSER", True)
+    assert threads.cpu_count() == 1 and threads.default_threads() == 1
+    seen = []
+    threads.parallel_for(lambda item, scratch: seen.append((item, threading.get_ident())), range(5), 4)
+    assert seen == [(i, threading.get_ident()) for i in range(5)]

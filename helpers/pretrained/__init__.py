@@ -104,7 +104,10 @@ def load_tensors():
     Shapes: e.g. "embeddings.word_embeddings.weight" (30522, 384).
     Used in 09_attention_in_a_real_model.
     """
-    from safetensors.numpy import load_file
+    try:
+        from safetensors.numpy import load_file
+    except ImportError:  # in the browser (JupyterLite): the same result from numpy alone
+        from helpers.pretrained.safetensors_numpy import load_file
 
     verify_weights()
     tensors = load_file(str(model_dir() / "model.safetensors"))
@@ -120,7 +123,10 @@ def load_tensor(name):
     kernel's life, this only the table asked for. Not cached: the caller keeps what it needs.
     Shapes: e.g. "embeddings.position_embeddings.weight" -> (512, 384).
     """
-    from safetensors import safe_open
+    try:
+        from safetensors import safe_open
+    except ImportError:  # in the browser (JupyterLite)
+        from helpers.pretrained.safetensors_numpy import safe_open
 
     verify_weights()
     with safe_open(str(model_dir() / "model.safetensors"), framework="np") as f:
@@ -132,7 +138,10 @@ def load_tensor(name):
 @functools.cache
 def load_tokenizer():
     """The model's wordpiece tokenizer (tokenizers.Tokenizer), with the fixed padding turned off."""
-    from tokenizers import Tokenizer
+    try:
+        from tokenizers import Tokenizer
+    except ImportError:  # in the browser (JupyterLite): a pure-Python WordPiece giving the same tokens
+        from helpers.pretrained.wordpiece import WordPieceTokenizer as Tokenizer
 
     verify_weights()
     tokenizer = Tokenizer.from_file(str(model_dir() / "tokenizer.json"))

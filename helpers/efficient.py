@@ -20,7 +20,7 @@ import numpy as np
 from helpers._validate import positive_int
 from helpers.attention import check_qkv
 from helpers.kv_cache import KVCache, cached_self_attention  # noqa: F401 - the KV cache is part of this topic
-from helpers.masking import causal_mask
+from helpers.masking import causal_block, causal_mask
 from helpers.threads import default_threads, parallel_for
 
 DEFAULT_BLOCK_SIZE = 512  # queries and keys per tile of the fast version: best measured on 2 cores
@@ -137,17 +137,17 @@ def tiled_attention_simple(q, k, v, causal=False, block_size=256, return_logsume
         Q = Q * work.type(1 / np.sqrt(d_k))  # the scale folded into Q once: T_q * d_k multiplies, not T_q * T_k
         for i0 in range(0, T_q, block_size):
             Q_blk = Q[i0 : i0 + block_size]  # (b_q, d_k): a block of queries
-            positions = np.arange(i0, i0 + len(Q_blk)) + (T_k - T_q)  # (b_q,): their places among the keys
+            first, last = i0 + T_k - T_q, i0 + len(Q_blk) - 1 + T_k - T_q  # its queries' places among the keys
             m = np.full(len(Q_blk), -np.inf, work)  # (b_q,): the running max
             l = np.zeros(len(Q_blk), work)  # (b_q,): the running sum of exp(s - m)
             acc = np.zeros((len(Q_blk), V.shape[1]), work)  # (b_q, d_v): the running sum of exp(s - m) v
             for j0 in range(0, T_k, block_size):
-                if causal and j0 > positions[-1]:
+                if causal and j0 > last:
                     break  # this tile, and the rest of the row, lies above the diagonal: skipped
                 s = Q_blk @ K[j0 : j0 + block_size].T  # (b_q, d_k) @ (d_k, b_k) -> (b_q, b_k): one tile of scores
-                if causal and j0 + s.shape[1] - 1 > positions[0]:  # the tile crosses the diagonal: mask it
-                    keys = np.arange(j0, j0 + s.shape[1])  # (b_k,)
-                    s = np.where(keys[None, :] <= positions[:, None], s, -np.inf)  # (b_q, b_k)
+                if causal and j0 + s.shape[1] - 1 > first:  # the tile crosses the diagonal: mask it
+                    visible = causal_block(len(Q_blk), s.shape[1], first - j0)  # (b_q, b_k): key <= query
+                    s = np.where(visible, s, -np.inf)  # (b_q, b_k)
                 m, l, acc = online_softmax_step(m, l, acc, s, V[j0 : j0 + block_size])
             out[index][i0 : i0 + block_size] = finish_online_softmax(l, acc)  # (b_q, d_v)
             with np.errstate(divide="ignore"):  # log(0) = -inf for a row that saw no key
@@ -157,8 +157,8 @@ def tiled_attention_simple(q, k, v, causal=False, block_size=256, return_logsume
 
 @functools.lru_cache(maxsize=32)
 def _hidden(rows, cols, offset):
-    """Which keys of a tile are hidden: query r may see key c iff c - r <= offset. -> (rows, cols) bool."""
-    hidden = np.arange(cols)[None, :] - np.arange(rows)[:, None] > offset
+    """Which keys of a tile are hidden: query r may see key c iff c <= r + offset. -> (rows, cols) bool."""
+    hidden = ~causal_block(rows, cols, offset)
     hidden.flags.writeable = False  # shared by every call (and thread) with the same shape
     return hidden
 
@@ -180,14 +180,12 @@ def _fold_tile(Q1, acc, keys, tiles, hidden_after=None):
             with np.errstate(over="ignore", invalid="ignore"):
                 update = np.exp(S, out=S) @ V1[j0:j1]  # (b_q, b_k) @ (b_k, d_v+1): P V, P's row sums last
             if update[:, -1].max() <= tiles["big"]:  # the usual case (False for inf and nan too): m was high enough
-                acc += update
+                acc += update  # online_softmax_step with m kept: its correction e^(m - m) is 1
                 return
             continue  # a score rose far above m: redo the tile with m raised to the tile's max
-        shift = np.maximum(S.max(axis=1), 0)  # (b_q,): how far each row's max is above m (m never falls)
-        S -= shift[:, None]
-        acc *= np.exp(-shift)[:, None]  # what was summed against the old m
-        acc += np.exp(S, out=S) @ V1[j0:j1]  # (b_q, b_k) @ (b_k, d_v+1)
-        Q1[:, -1] -= shift  # m += shift
+        # online_softmax_step itself, on the scores measured from m (so the running max is 0 here), [v | 1] carrying l
+        shift, _, acc[:] = online_softmax_step(np.zeros(len(Q1), S.dtype), acc[:, -1], acc, S, V1[j0:j1])
+        Q1[:, -1] -= shift  # m += shift: how far each row's max rose above m (m never falls)
 
 
 def _first_max(Q, K_first, first):
@@ -198,7 +196,7 @@ def _first_max(Q, K_first, first):
     """
     s = Q @ K_first.T  # (b_q, d_k) @ (d_k, n) -> (b_q, n)
     if first is not None and first < len(K_first) - 1:
-        s = np.where(np.arange(len(K_first))[None, :] <= np.arange(first, first + len(Q))[:, None], s, -np.inf)
+        s = np.where(causal_block(len(Q), len(K_first), first), s, -np.inf)  # (b_q, n): key <= query
     return s.max(axis=1)
 
 

@@ -163,29 +163,35 @@ def _hidden(rows, cols, offset):
     return hidden
 
 
-def _fold_tile(Q1, acc, keys, tiles, hidden_after=None):
-    """Fold the keys j0..j1-1 = `keys` into the running sums of the queries Q1 = [Q * scale | -m]; acc, Q1 change.
+def fold_tile(Q1, acc, K1, V1, buffer, offset=None):
+    """One tile of the fast version: fold b_k keys into the running sums of b_q queries, in place (acc, Q1's m).
 
-    Shapes: Q1 (b_q, d_k+1), acc (b_q, d_v+1) = sum of exp(s - m) * [v | 1]; `tiles`: the thread's
-            K1 (T_k, d_k+1) = [K | 1], V1 (T_k, d_v+1) = [V | 1], S (one tile's buffer), big.
-    hidden_after: None, or the position of Q1's first query (query r sees keys up to hidden_after + r).
+    Shapes: Q1 (b_q, d_k+1) = [Q * scale | -m], acc (b_q, d_v+1) = the sums of exp(s - m) [v | 1] so far,
+            K1 (b_k, d_k+1) = [K | 1], V1 (b_k, d_v+1) = [V | 1]; buffer: at least b_q * b_k numbers, reused.
+    offset: None (every key seen), or the tile's causal offset (query r sees key c iff c <= r + offset).
+    It is online_softmax_step with l in acc's last column, in a product, an exp and a product.
     """
-    (j0, j1), K1, V1 = keys, tiles["K1"], tiles["V1"]
-    S = tiles["S"][: len(Q1) * (j1 - j0)].reshape(len(Q1), j1 - j0)  # (b_q, b_k): made once per thread
+    S = buffer[: len(Q1) * len(K1)].reshape(len(Q1), len(K1))  # (b_q, b_k): no new array per tile
     for attempt in ("keep m", "raise m"):
-        np.matmul(Q1, K1[j0:j1].T, out=S)  # (b_q, d_k+1) @ (d_k+1, b_k) -> (b_q, b_k): s - m, no subtraction pass
-        if hidden_after is not None:  # query r sees keys up to hidden_after + r: the rest become -inf
-            np.copyto(S, -np.inf, where=_hidden(len(Q1), j1 - j0, hidden_after - j0))
+        np.matmul(Q1, K1.T, out=S)  # (b_q, d_k+1) @ (d_k+1, b_k) -> (b_q, b_k): s - m, no subtraction pass
+        if offset is not None:  # query r sees keys up to offset + r: the rest become -inf
+            np.copyto(S, -np.inf, where=_hidden(len(Q1), len(K1), offset))
         if attempt == "keep m":
             with np.errstate(over="ignore", invalid="ignore"):
-                update = np.exp(S, out=S) @ V1[j0:j1]  # (b_q, b_k) @ (b_k, d_v+1): P V, P's row sums last
-            if update[:, -1].max() <= tiles["big"]:  # the usual case (False for inf and nan too): m was high enough
+                update = np.exp(S, out=S) @ V1  # (b_q, b_k) @ (b_k, d_v+1): P V, P's row sums last
+            if update[:, -1].max() <= _big(S.dtype):  # the usual case (False for inf and nan too): m was high enough
                 acc += update  # online_softmax_step with m kept: its correction e^(m - m) is 1
                 return
             continue  # a score rose far above m: redo the tile with m raised to the tile's max
         # online_softmax_step itself, on the scores measured from m (so the running max is 0 here), [v | 1] carrying l
-        shift, _, acc[:] = online_softmax_step(np.zeros(len(Q1), S.dtype), acc[:, -1], acc, S, V1[j0:j1])
+        shift, _, acc[:] = online_softmax_step(np.zeros(len(Q1), S.dtype), acc[:, -1], acc, S, V1)
         Q1[:, -1] -= shift  # m += shift: how far each row's max rose above m (m never falls)
+
+
+@functools.cache
+def _big(dtype):
+    """Half the exponent range of dtype, sqrt(its max): room to sum many tiles before m must rise."""
+    return np.sqrt(np.finfo(dtype).max)
 
 
 def _first_max(Q, K_first, first):
@@ -209,14 +215,14 @@ def _attend_rows(Q1, blocks, first, tiles, group, out):
     acc = np.zeros((len(Q1), tiles["V1"].shape[1]), Q1.dtype)  # (b_q, d_v + 1)
     for j0, j1, kind in blocks:
         if kind == TILE_COMPUTED:
-            _fold_tile(Q1, acc, (j0, j1), tiles)
+            fold_tile(Q1, acc, tiles["K1"][j0:j1], tiles["V1"][j0:j1], tiles["S"])
             continue
         for r0 in range(0, len(Q1), group):
             r1 = min(r0 + group, len(Q1))
             stop = min(j1, first + r1)  # the keys the group's last query may see
             if stop > j0:
-                hidden_after = first + r0 if stop - 1 > first + r0 else None
-                _fold_tile(Q1[r0:r1], acc[r0:r1], (j0, stop), tiles, hidden_after)
+                offset = first + r0 - j0 if stop - 1 > first + r0 else None  # None: no key of it is hidden
+                fold_tile(Q1[r0:r1], acc[r0:r1], tiles["K1"][j0:stop], tiles["V1"][j0:stop], tiles["S"], offset)
     np.divide(acc[:, :-1], acc[:, -1:], out=out)  # (b_q, d_v) / (b_q, 1)
 
 
@@ -260,8 +266,7 @@ def tiled_attention_fast(q, k, v, causal=False, block_size=None, *, n_threads=No
                 K1=np.empty((T_k, d_k + 1), work_dtype),
                 V1=np.empty((T_k, d_v + 1), work_dtype),
                 S=np.empty(min(block_size, T_q) * min(block_size, T_k), work_dtype),  # one tile
-                big=np.sqrt(np.finfo(work_dtype).max),
-            )  # half the exponent range: room to sum many tiles
+            )
         if tiles["index"] != index:  # [K | 1] and [V | 1], built once per batch item
             _with_ones(k[index], tiles["K1"])
             _with_ones(v[index], tiles["V1"])

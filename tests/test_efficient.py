@@ -229,7 +229,7 @@ def test_extra_memory_is_linear_in_T(rng):
 
 @pytest.mark.parametrize("T_q, T_k", [(256, 256), (40, 300), (300, 40)])
 def test_a_block_larger_than_the_sequence_allocates_a_tile_of_the_sequence_not_of_the_block(rng, T_q, T_k):
-    """The review's case: T = 256 in blocks of 1,024 allocated a 1024 x 1024 tile buffer (4 MiB) for 256 x 256."""
+    """T = 256 in blocks of 1,024: a 256 x 256 tile buffer, not a 1024 x 1024 one (4 MiB)."""
     q, k, v = random_qkv(rng, (T_q, 8), (T_k, 8), 8, dtype=np.float32)
     peaks = []
     for block_size in (max(T_q, T_k), 1024):

@@ -45,7 +45,7 @@ def fit(m, n, clip=CLIP, n_points=4000, iterations=60):
 
 def float32_error(p, q, x):
     """Largest |erf32(x) - math.erf(x)| of the float32 evaluation over the float32 points x."""
-    from helpers.pretrained.layers import rational_erf
+    from helpers.layers import rational_erf
 
     got = rational_erf(x.astype(np.float32), p.astype(np.float32), q.astype(np.float32), CLIP)
     return np.abs(got.astype(np.float64) - exact_erf(x.astype(np.float32))).max()

@@ -20,7 +20,7 @@ import numpy as np
 from helpers._validate import positive_int
 from helpers.attention import check_qkv
 from helpers.kv_cache import KVCache, cached_self_attention  # noqa: F401 - the KV cache is part of this topic
-from helpers.masking import causal_mask
+from helpers.masking import causal_block, causal_mask
 from helpers.threads import default_threads, parallel_for
 
 DEFAULT_BLOCK_SIZE = 512  # queries and keys per tile of the fast version: best measured on 2 cores
@@ -137,17 +137,17 @@ def tiled_attention_simple(q, k, v, causal=False, block_size=256, return_logsume
         Q = Q * work.type(1 / np.sqrt(d_k))  # the scale folded into Q once: T_q * d_k multiplies, not T_q * T_k
         for i0 in range(0, T_q, block_size):
             Q_blk = Q[i0 : i0 + block_size]  # (b_q, d_k): a block of queries
-            positions = np.arange(i0, i0 + len(Q_blk)) + (T_k - T_q)  # (b_q,): their places among the keys
+            first, last = i0 + T_k - T_q, i0 + len(Q_blk) - 1 + T_k - T_q  # its queries' places among the keys
             m = np.full(len(Q_blk), -np.inf, work)  # (b_q,): the running max
             l = np.zeros(len(Q_blk), work)  # (b_q,): the running sum of exp(s - m)
             acc = np.zeros((len(Q_blk), V.shape[1]), work)  # (b_q, d_v): the running sum of exp(s - m) v
             for j0 in range(0, T_k, block_size):
-                if causal and j0 > positions[-1]:
+                if causal and j0 > last:
                     break  # this tile, and the rest of the row, lies above the diagonal: skipped
                 s = Q_blk @ K[j0 : j0 + block_size].T  # (b_q, d_k) @ (d_k, b_k) -> (b_q, b_k): one tile of scores
-                if causal and j0 + s.shape[1] - 1 > positions[0]:  # the tile crosses the diagonal: mask it
-                    keys = np.arange(j0, j0 + s.shape[1])  # (b_k,)
-                    s = np.where(keys[None, :] <= positions[:, None], s, -np.inf)  # (b_q, b_k)
+                if causal and j0 + s.shape[1] - 1 > first:  # the tile crosses the diagonal: mask it
+                    visible = causal_block(len(Q_blk), s.shape[1], first - j0)  # (b_q, b_k): key <= query
+                    s = np.where(visible, s, -np.inf)  # (b_q, b_k)
                 m, l, acc = online_softmax_step(m, l, acc, s, V[j0 : j0 + block_size])
             out[index][i0 : i0 + block_size] = finish_online_softmax(l, acc)  # (b_q, d_v)
             with np.errstate(divide="ignore"):  # log(0) = -inf for a row that saw no key
@@ -157,37 +157,41 @@ def tiled_attention_simple(q, k, v, causal=False, block_size=256, return_logsume
 
 @functools.lru_cache(maxsize=32)
 def _hidden(rows, cols, offset):
-    """Which keys of a tile are hidden: query r may see key c iff c - r <= offset. -> (rows, cols) bool."""
-    hidden = np.arange(cols)[None, :] - np.arange(rows)[:, None] > offset
+    """Which keys of a tile are hidden: query r may see key c iff c <= r + offset. -> (rows, cols) bool."""
+    hidden = ~causal_block(rows, cols, offset)
     hidden.flags.writeable = False  # shared by every call (and thread) with the same shape
     return hidden
 
 
-def _fold_tile(Q1, acc, keys, tiles, hidden_after=None):
-    """Fold the keys j0..j1-1 = `keys` into the running sums of the queries Q1 = [Q * scale | -m]; acc, Q1 change.
+def fold_tile(Q1, acc, K1, V1, buffer, offset=None):
+    """One tile of the fast version: fold b_k keys into the running sums of b_q queries, in place (acc, Q1's m).
 
-    Shapes: Q1 (b_q, d_k+1), acc (b_q, d_v+1) = sum of exp(s - m) * [v | 1]; `tiles`: the thread's
-            K1 (T_k, d_k+1) = [K | 1], V1 (T_k, d_v+1) = [V | 1], S (one tile's buffer), big.
-    hidden_after: None, or the position of Q1's first query (query r sees keys up to hidden_after + r).
+    Shapes: Q1 (b_q, d_k+1) = [Q * scale | -m], acc (b_q, d_v+1) = the sums of exp(s - m) [v | 1] so far,
+            K1 (b_k, d_k+1) = [K | 1], V1 (b_k, d_v+1) = [V | 1]; buffer: at least b_q * b_k numbers, reused.
+    offset: None (every key seen), or the tile's causal offset (query r sees key c iff c <= r + offset).
+    It is online_softmax_step with l in acc's last column, in a product, an exp and a product.
     """
-    (j0, j1), K1, V1 = keys, tiles["K1"], tiles["V1"]
-    S = tiles["S"][: len(Q1) * (j1 - j0)].reshape(len(Q1), j1 - j0)  # (b_q, b_k): made once per thread
+    S = buffer[: len(Q1) * len(K1)].reshape(len(Q1), len(K1))  # (b_q, b_k): no new array per tile
     for attempt in ("keep m", "raise m"):
-        np.matmul(Q1, K1[j0:j1].T, out=S)  # (b_q, d_k+1) @ (d_k+1, b_k) -> (b_q, b_k): s - m, no subtraction pass
-        if hidden_after is not None:  # query r sees keys up to hidden_after + r: the rest become -inf
-            np.copyto(S, -np.inf, where=_hidden(len(Q1), j1 - j0, hidden_after - j0))
+        np.matmul(Q1, K1.T, out=S)  # (b_q, d_k+1) @ (d_k+1, b_k) -> (b_q, b_k): s - m, no subtraction pass
+        if offset is not None:  # query r sees keys up to offset + r: the rest become -inf
+            np.copyto(S, -np.inf, where=_hidden(len(Q1), len(K1), offset))
         if attempt == "keep m":
             with np.errstate(over="ignore", invalid="ignore"):
-                update = np.exp(S, out=S) @ V1[j0:j1]  # (b_q, b_k) @ (b_k, d_v+1): P V, P's row sums last
-            if update[:, -1].max() <= tiles["big"]:  # the usual case (False for inf and nan too): m was high enough
-                acc += update
+                update = np.exp(S, out=S) @ V1  # (b_q, b_k) @ (b_k, d_v+1): P V, P's row sums last
+            if update[:, -1].max() <= _big(S.dtype):  # the usual case (False for inf and nan too): m was high enough
+                acc += update  # online_softmax_step with m kept: its correction e^(m - m) is 1
                 return
             continue  # a score rose far above m: redo the tile with m raised to the tile's max
-        shift = np.maximum(S.max(axis=1), 0)  # (b_q,): how far each row's max is above m (m never falls)
-        S -= shift[:, None]
-        acc *= np.exp(-shift)[:, None]  # what was summed against the old m
-        acc += np.exp(S, out=S) @ V1[j0:j1]  # (b_q, b_k) @ (b_k, d_v+1)
-        Q1[:, -1] -= shift  # m += shift
+        # online_softmax_step itself, on the scores measured from m (so the running max is 0 here), [v | 1] carrying l
+        shift, _, acc[:] = online_softmax_step(np.zeros(len(Q1), S.dtype), acc[:, -1], acc, S, V1)
+        Q1[:, -1] -= shift  # m += shift: how far each row's max rose above m (m never falls)
+
+
+@functools.cache
+def _big(dtype):
+    """Half the exponent range of dtype, sqrt(its max): room to sum many tiles before m must rise."""
+    return np.sqrt(np.finfo(dtype).max)
 
 
 def _first_max(Q, K_first, first):
@@ -198,7 +202,7 @@ def _first_max(Q, K_first, first):
     """
     s = Q @ K_first.T  # (b_q, d_k) @ (d_k, n) -> (b_q, n)
     if first is not None and first < len(K_first) - 1:
-        s = np.where(np.arange(len(K_first))[None, :] <= np.arange(first, first + len(Q))[:, None], s, -np.inf)
+        s = np.where(causal_block(len(Q), len(K_first), first), s, -np.inf)  # (b_q, n): key <= query
     return s.max(axis=1)
 
 
@@ -211,14 +215,14 @@ def _attend_rows(Q1, blocks, first, tiles, group, out):
     acc = np.zeros((len(Q1), tiles["V1"].shape[1]), Q1.dtype)  # (b_q, d_v + 1)
     for j0, j1, kind in blocks:
         if kind == TILE_COMPUTED:
-            _fold_tile(Q1, acc, (j0, j1), tiles)
+            fold_tile(Q1, acc, tiles["K1"][j0:j1], tiles["V1"][j0:j1], tiles["S"])
             continue
         for r0 in range(0, len(Q1), group):
             r1 = min(r0 + group, len(Q1))
             stop = min(j1, first + r1)  # the keys the group's last query may see
             if stop > j0:
-                hidden_after = first + r0 if stop - 1 > first + r0 else None
-                _fold_tile(Q1[r0:r1], acc[r0:r1], (j0, stop), tiles, hidden_after)
+                offset = first + r0 - j0 if stop - 1 > first + r0 else None  # None: no key of it is hidden
+                fold_tile(Q1[r0:r1], acc[r0:r1], tiles["K1"][j0:stop], tiles["V1"][j0:stop], tiles["S"], offset)
     np.divide(acc[:, :-1], acc[:, -1:], out=out)  # (b_q, d_v) / (b_q, 1)
 
 
@@ -262,8 +266,7 @@ def tiled_attention_fast(q, k, v, causal=False, block_size=None, *, n_threads=No
                 K1=np.empty((T_k, d_k + 1), work_dtype),
                 V1=np.empty((T_k, d_v + 1), work_dtype),
                 S=np.empty(min(block_size, T_q) * min(block_size, T_k), work_dtype),  # one tile
-                big=np.sqrt(np.finfo(work_dtype).max),
-            )  # half the exponent range: room to sum many tiles
+            )
         if tiles["index"] != index:  # [K | 1] and [V | 1], built once per batch item
             _with_ones(k[index], tiles["K1"])
             _with_ones(v[index], tiles["V1"])

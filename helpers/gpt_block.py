@@ -9,7 +9,9 @@ Taught in 11_tiny_gpt.
 import numpy as np
 
 from helpers._validate import as_float_array, positive_int
-from helpers.attention import attention_backward, scaled_dot_product_attention
+from helpers.attention import attention_backward
+from helpers.kv_cache import causal_attention
+from helpers.masking import window_mask
 from helpers.multihead import merge_heads, split_heads
 from helpers.positional import apply_rotary
 from helpers.transformer import linear_backward, named_layer_norm, named_layer_norm_backward
@@ -27,21 +29,6 @@ __all__ = [
 ]
 
 NORMS = ("pre", "post")
-
-
-def window_mask(T, window, T_q=None):
-    """Causal attention that reaches back at most `window` positions (the query's own included).
-
-    Shapes: -> (T_q, T) bool, the queries being the last T_q of the T positions (default T_q = T).
-    Math: query at position i may see key j iff i - window < j <= i. With T <= window it is causal_mask(T).
-    """
-    T, window = positive_int(T, "T"), positive_int(window, "window")
-    T_q = T if T_q is None else positive_int(T_q, "T_q")
-    if T_q > T:
-        raise ValueError(f"T_q={T_q} queries cannot be more than the T={T} positions")
-    query = np.arange(T - T_q, T)[:, None]  # (T_q, 1): the queries' positions
-    key = np.arange(T)[None, :]  # (1, T)
-    return (key <= query) & (key > query - window)  # (T_q, T)
 
 
 def _check_attention(params, X, n_heads):
@@ -89,8 +76,7 @@ def _attend(params, X, n_heads, window, start, kv_cache=None):
     if kv_cache is not None:
         kv_cache.append(K, V)  # (B, h, T_k, d_head): the past words' keys and values, then these
         K, V = kv_cache.keys, kv_cache.values
-    mask = window_mask(K.shape[-2], window, T_q=T)  # (T, T_k): the new words are the last T
-    heads, weights = scaled_dot_product_attention(Q, K, V, mask=mask)  # (B, h, T, d_head)
+    heads, weights, mask = causal_attention(Q, K, V, window)  # (B, h, T, d_head): the new words are the last T
     if kv_cache is not None:
         kv_cache.keep_last(window - 1)  # all the next word needs: it looks back over window - 1 words, and itself
     delta = merge_heads(heads) @ params["W_o"]  # (B, T, d) @ (d, d) -> (B, T, d)

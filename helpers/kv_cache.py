@@ -7,9 +7,23 @@ import numpy as np
 
 from helpers._validate import as_float_array, int_at_least
 from helpers.attention import scaled_dot_product_attention
-from helpers.masking import causal_mask
+from helpers.masking import causal_mask, window_mask
 
-__all__ = ["cached_self_attention", "KVCache"]
+__all__ = ["causal_attention", "cached_self_attention", "KVCache"]
+
+
+def causal_attention(q, k, v, window=None):
+    """The KV cache's step: the newest queries against every key so far, the queries being the last T_q positions.
+
+    window: each query sees at most `window` positions back, its own included (11's sliding window); None: all.
+    Shapes: q (..., T_q, d_k), k (..., T_k, d_k), v (..., T_k, d_v)
+            -> out (..., T_q, d_v), weights (..., T_q, T_k), mask (T_q, T_k) bool.
+    Taught in 10_efficient_attention; used in 11_tiny_gpt (gpt_block, with a cache and without).
+    """
+    T_q, T_k = q.shape[-2], k.shape[-2]
+    mask = causal_mask(T_q, T_k) if window is None else window_mask(T_k, window, T_q)  # (T_q, T_k)
+    out, weights = scaled_dot_product_attention(q, k, v, mask=mask)
+    return out, weights, mask
 
 
 def cached_self_attention(mha, x_new, cache):
@@ -98,9 +112,8 @@ class KVCache:
         self._k, self._v = new_k, new_v
 
     def attend(self, q):
-        """Causal attention of the newest queries over every stored key: no recomputation."""
+        """Causal attention of the newest queries over every stored key (causal_attention): no recomputation."""
         if self._k is None:
             raise ValueError("the cache is empty: append the new tokens' keys and values before attend(q)")
         q = as_float_array(q, "q", min_ndim=2)
-        mask = causal_mask(q.shape[-2], self.length)  # (t_q, T): the queries are the newest tokens
-        return scaled_dot_product_attention(q, self.keys, self.values, mask=mask)[0]
+        return causal_attention(q, self.keys, self.values)[0]  # (..., t_q, d_v)

@@ -270,6 +270,3 @@ def predict(params, config, words, position):
     logits, cache = forward(params, config, ids, lengths, masked)  # (1, vocab)
     weights = cache["weights"][0, :, 0] if config.attention else None  # (h, 1, T) -> (h, T)
     return softmax(logits[0]), weights
-
-
-train = train_masked_word  # the name before issue 22 (it clashed with training.train and tiny_gpt.train)

@@ -1,6 +1,6 @@
 """What the notebooks train with, under one name: `from helpers import training`.
 
-Nothing is defined here but the old name `train`; each part lives in its own module:
+Nothing is defined here; each part lives in its own module:
 - losses.py: softmax_cross_entropy, mean_squared_error, accuracy (its check_ids, the models' check of word ids,
   is imported from there);
 - gradients.py: the finite-difference gradient check, gradient descent and Adam;
@@ -33,5 +33,3 @@ __all__ = [
     "attention_layer_loss",
     "train_attention_layer",
 ]
-
-train = train_attention_layer  # the name before issue 22 (it clashed with tiny_model.train and tiny_gpt.train)

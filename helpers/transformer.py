@@ -9,10 +9,10 @@ import numpy as np
 
 from helpers._validate import as_float_array, positive_int
 from helpers.attention import attention_backward, scaled_dot_product_attention
+from helpers.layers import erf, gelu, layer_norm
 from helpers.losses import check_ids
 from helpers.masking import padding_mask
 from helpers.multihead import merge_heads, split_heads
-from helpers.pretrained import erf, gelu, layer_norm
 
 __all__ = [
     "embed_backward",

@@ -15,6 +15,7 @@ from helpers.efficient import (
     attention_in_place,
     block_grid,
     finish_online_softmax,
+    fold_tile,
     online_softmax_step,
     tiled_attention,
     tiled_attention_fast,
@@ -164,6 +165,27 @@ def test_scores_that_grow_along_the_keys_raise_the_running_max(rng, dtype):
     np.testing.assert_allclose(out, exact, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("growth", [0.0, 200.0])  # scores of the usual size, or rising far past float32's exp
+def test_fold_tile_is_the_online_softmax_with_l_in_the_last_column(rng, growth):
+    q, k, v = (rng.standard_normal(shape).astype(np.float32) for shape in ((5, 4), (12, 4), (12, 3)))
+    q[:, 0] = 1 + np.abs(q[:, 0])  # >= 1, so that keys 4.. below score at least growth / 2 higher
+    k[4:, 0] += growth
+    Q1 = np.hstack([q / 2, np.zeros((5, 1), np.float32)])  # [Q * scale | -m] with m = 0; d_k = 4: the scale is 1/2
+    acc, buffer = np.zeros((5, 4), np.float32), np.empty(5 * 4, np.float32)
+    m, l, acc_taught = np.full(5, -np.inf), np.zeros(5), np.zeros((5, 3))  # float64: the reference
+    for j0 in (0, 4, 8):
+        K1, V1 = (np.hstack([x[j0 : j0 + 4], np.ones((4, 1), np.float32)]) for x in (k, v))  # [K | 1], [V | 1]
+        fold_tile(Q1, acc, K1, V1, buffer, offset=0 if j0 == 0 else None)  # the first tile causal, the rest not
+        scores = q.astype(np.float64) @ k[j0 : j0 + 4].T.astype(np.float64) / 2  # (5, 4)
+        if j0 == 0:
+            scores = np.where(causal_mask(5)[:, :4], scores, -np.inf)  # query r sees keys 0..r
+        m, l, acc_taught = online_softmax_step(m, l, acc_taught, scores, v[j0 : j0 + 4].astype(np.float64))
+    # float32 scores near 300 carry about 3e-5 of rounding: errors of that size, not of a wrong rescaling
+    np.testing.assert_allclose(acc[:, :-1] / acc[:, -1:], acc_taught / l[:, None], rtol=0, atol=1e-4)
+    m_fast = -Q1[:, -1]  # (5,): m rose only when a tile's sums would have overflowed
+    assert np.all(m_fast > 50) if growth else np.all(m_fast == 0)
+
+
 def test_nan_input_gives_nan_rows_like_the_reference(rng):
     q, k, v = random_qkv(rng, (6, 4), (10, 4), 2)
     k[3, 0] = np.nan
@@ -207,7 +229,7 @@ def test_extra_memory_is_linear_in_T(rng):
 
 @pytest.mark.parametrize("T_q, T_k", [(256, 256), (40, 300), (300, 40)])
 def test_a_block_larger_than_the_sequence_allocates_a_tile_of_the_sequence_not_of_the_block(rng, T_q, T_k):
-    """The review's case: T = 256 in blocks of 1,024 allocated a 1024 x 1024 tile buffer (4 MiB) for 256 x 256."""
+    """T = 256 in blocks of 1,024: a 256 x 256 tile buffer, not a 1024 x 1024 one (4 MiB)."""
     q, k, v = random_qkv(rng, (T_q, 8), (T_k, 8), 8, dtype=np.float32)
     peaks = []
     for block_size in (max(T_q, T_k), 1024):

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from helpers import MultiHeadAttention, causal_mask, scaled_dot_product_attention
-from helpers.kv_cache import KVCache, cached_self_attention
+from helpers.kv_cache import KVCache, cached_self_attention, causal_attention
+from helpers.masking import window_mask
 
 
 def random_qkv(rng, T, d_k, d_v, heads=2):
@@ -22,6 +23,18 @@ def test_kv_cache_one_token_at_a_time_equals_full_causal_attention(rng):
     assert len(cache) == 12 and cache.keys.shape == (2, 12, 4) and cache.nbytes == k.nbytes + v.nbytes
     expected = scaled_dot_product_attention(q, k, v, mask=causal_mask(12))[0]
     np.testing.assert_allclose(np.concatenate(rows, axis=1), expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("window", [None, 1, 3, 20])
+def test_causal_attention_is_attention_with_the_causal_mask_of_the_newest_queries(rng, window):
+    q, k, v = random_qkv(rng, 7, 4, 3)
+    out, weights, mask = causal_attention(q[:, -3:], k, v, window)  # the last 3 of 7 positions ask
+    assert np.array_equal(mask, causal_mask(3, 7) if window is None else window_mask(7, window, T_q=3))
+    expected, expected_weights = scaled_dot_product_attention(q[:, -3:], k, v, mask=mask)
+    assert np.array_equal(out, expected) and np.array_equal(weights, expected_weights)
+    whole = causal_mask(7) if window is None else window_mask(7, window)  # (7, 7): every position asks
+    full = scaled_dot_product_attention(q, k, v, mask=whole)[0]
+    np.testing.assert_allclose(out, full[:, -3:], rtol=1e-5, atol=1e-6)  # the last rows of the whole text's
 
 
 def test_kv_cache_appends_several_tokens_and_grows(rng):

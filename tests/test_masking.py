@@ -5,6 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helpers import causal_mask, padding_mask, scaled_dot_product_attention
+from helpers.masking import causal_block, window_mask
 
 FAST = settings(max_examples=40, deadline=None)
 
@@ -57,6 +58,24 @@ def test_causal_mask_with_more_keys_than_queries_by_hand():
 def test_causal_mask_is_the_bottom_rows_of_the_square_mask(T_q, extra_keys):
     T_k = T_q + extra_keys
     assert np.array_equal(causal_mask(T_q, T_k), causal_mask(T_k)[T_k - T_q :])
+
+
+@FAST
+@given(st.integers(1, 8), st.integers(1, 8), st.integers(-10, 10))
+def test_causal_block_is_the_rule_with_any_offset(T_q, T_k, offset):
+    expected = [[j <= i + offset for j in range(T_k)] for i in range(T_q)]
+    assert np.array_equal(causal_block(T_q, T_k, offset), expected)
+
+
+@FAST
+@given(st.integers(1, 10), st.integers(0, 6), st.integers(1, 12))
+def test_a_window_keeps_the_last_positions_of_the_causal_mask(T_q, extra_keys, window):
+    T_k = T_q + extra_keys
+    expected = [[i + extra_keys - window < j <= i + extra_keys for j in range(T_k)] for i in range(T_q)]
+    mask = window_mask(T_k, window, T_q=T_q)
+    assert np.array_equal(mask, expected) and np.all(mask.sum(axis=1) <= window)
+    if window >= T_k:
+        assert np.array_equal(mask, causal_mask(T_q, T_k))
 
 
 def test_causal_mask_accepts_numpy_ints():

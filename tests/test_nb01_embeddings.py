@@ -143,7 +143,7 @@ def test_cosine_check_names_the_angle_in_degrees_too():
 
 
 def test_nearest_neighbours_reports_the_shape_it_was_given():
-    """Issue 20 review: the shape is the one returned, not the one after flattening; a column of k is fine."""
+    """The shape named is the one returned, not the one after flattening; a column of k is fine."""
 
     def cosines(v, table):
         return table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))

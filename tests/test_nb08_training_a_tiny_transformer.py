@@ -265,6 +265,11 @@ def test_an_embedding_table_of_t_columns_or_flattened_ids_are_explained_not_nump
 
 
 # --- the numbers the notebook quotes from benchmarks/tiny_transformer.py (slow: 60 trainings, about a minute) --
+# The models without LayerNorm train to the same printed digits on every CPU kernel tried (OpenBLAS's Haswell,
+# Sandybridge, Nehalem and SkylakeX kernels, numpy's AVX2 and SSE4.2 loops) and after nudges of 1e-12 to their
+# starting weights: their numbers are asserted as printed. With LayerNorm the last bits matter (a held-out verb
+# more or less, a head's weight on the subject from 0.87 to 0.96 on one seed): those are asserted with margins,
+# and `make chaotic` runs them again with other CPU types' kernels (docs/reproducible-outputs.md).
 
 
 def _benchmark():
@@ -316,13 +321,27 @@ def test_the_residual_over_five_seeds():
 
 
 @pytest.mark.slow
+@pytest.mark.chaotic
 def test_layer_norm_and_feed_forward_over_five_seeds():
+    # the notebook's table: worst seed's held-out accuracy, and the best head's weight on the subject (the mean
+    # over the seeds). Measured on 7 kernel set-ups and 6 nudges: with LayerNorm the worst seed lands at 0.994 to
+    # 1.000 and the mean weight at 0.968 to 0.983; with the feed-forward layer alone 1.000 and 0.998
     bench = _benchmark()
     rows, _ = bench.measure(bench.PARTS, 5)
-    worst = {name: round(min(r[0] for r in v), 3) for name, v in rows.items()}
-    mean_share = {name: round(float(np.mean([r[2] for r in v])), 2) for name, v in rows.items()}
-    assert worst["attention only"] == worst["+ feed-forward"] == worst["+ both"] == 1
-    assert worst["+ LayerNorm"] in (0.998, 1)  # the notebook's "0.998 or 1.000": another CPU's rounding
-    assert mean_share["attention only"] == mean_share["+ feed-forward"] == 1
-    assert mean_share["+ LayerNorm"] in (0.97, 0.98) and mean_share["+ both"] in (0.97, 0.98)  # 0.97 on numpy 1.24
-    # (the notebook's numbers for 150 steps, --parts --steps 150, are not rerun here: 20 more trainings)
+    worst = {name: min(r[0] for r in v) for name, v in rows.items()}
+    mean_share = {name: float(np.mean([r[2] for r in v])) for name, v in rows.items()}
+    assert worst["attention only"] == 1 and round(mean_share["attention only"], 2) == 1  # every kernel: 0.997
+    for name in ("+ LayerNorm", "+ feed-forward", "+ both"):
+        assert worst[name] >= 0.98, name  # the table's "0.98 or more"
+        assert sum(r[0] == 1 for r in rows[name]) >= 3, name  # "most runs get every verb right"
+    assert mean_share["+ feed-forward"] >= 0.99  # "0.99 or more"
+    assert mean_share["+ LayerNorm"] >= 0.95 and mean_share["+ both"] >= 0.95  # "0.95 or more"
+
+
+@pytest.mark.slow
+def test_attention_alone_gets_every_verb_after_150_steps_too():
+    # the notebook: "with 150 steps instead of 400, the attention-only block still gets 1.000 on every seed"
+    # (the same on every kernel tried, and after nudges)
+    bench = _benchmark()
+    rows, _ = bench.measure({"attention only": bench.PARTS["attention only"]}, 5, steps=150)
+    assert [r[0] for r in rows["attention only"]] == [1] * 5

@@ -67,14 +67,14 @@ ONLINE_WORDS = {
 
 @pytest.mark.parametrize("name", ["online_softmax_update", "kv_cache_step"])
 def test_each_message_is_one_sentence_of_few_words(name):
-    """The review's case: messages of 55-90 words in up to four sentences; now one sentence each."""
+    """A message is one sentence, not a paragraph of 55-90 words."""
     for code in checks.EXERCISES[name].mistakes:
         message = getattr(checks, name)(mistake(name, code)).message.splitlines()[0]
         assert ". " not in message.replace("..", "") and len(message.split()) <= 60, message
 
 
 def test_online_update_inverted_factor_is_named_not_the_max_shift():
-    """The issue's case: e^(m_new − m) gave NaN from m = −∞ and a message about the max subtraction."""
+    """e^(m_new − m) gives NaN from m = −∞: the message names the inverted factor, not the max subtraction."""
     result = checks.online_softmax_update(mistake("online_softmax_update", "inverted-correction"))
     assert "the factor that shrinks old terms to the new max is e^(m − m_new) = 0.1827" in result.message
     assert "Subtract" not in result.message
@@ -205,7 +205,7 @@ def test_kv_cache_step_names_a_diagonal_mask_that_gives_zeros_instead_of_nan(cap
 
 
 def test_kv_cache_step_values_not_appended_quotes_the_learners_line_and_names_the_helper(capsys):
-    """The issue's case: the values were not appended, and the helper raised: "your line" must be the learner's."""
+    """Values not appended make the helper raise: "your line" must quote the learner's line, not the helper's."""
 
     def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
         K = np.concatenate([cache_K, k_new])  # the keys grow; the values were forgotten
@@ -254,7 +254,7 @@ def test_explorer_draws_the_chosen_grid(shown):
 
 
 def test_explorer_at_a_short_length_measures_one_tile_of_T_not_of_the_block(shown):
-    """The review's case: T = 256 with blocks of 1,024 showed a peak of 4.45 MiB, the buffer of a 1024 x 1024 tile."""
+    """T = 256 in blocks of 1,024: the peak is a 256 x 256 tile's buffer, not a 1024 x 1024 one's (4 MiB)."""
     widgets.measure_tiled(256, 1024, causal=True)  # warm: the first call also fills the mask cache
     for block_size in (256, 512, 1024):
         assert widgets.measure_tiled(256, block_size, causal=True)[1] < 1.0  # a 256 x 256 tile is 0.25 MiB

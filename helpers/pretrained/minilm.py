@@ -7,8 +7,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from helpers.layers import gelu, layer_norm
 from helpers.multihead import MultiHeadAttention
-from helpers.pretrained.layers import gelu, layer_norm
 
 __all__ = ["Output", "MiniLM"]
 

@@ -130,9 +130,10 @@ times: $(TEST_STAMP)  ## seconds per notebook (benchmarks/notebook_times.py)
 	$(BIN)/python benchmarks/notebook_times.py
 
 # docs/helpers-api.md from the helpers' docstrings (tests/test_api_reference.py fails when it is stale)
-api-docs: $(LAB_STAMP)  ## write docs/helpers-api.md and docs/exercise-feedback.md from the helpers
+api-docs: $(LAB_STAMP)  ## write docs/helpers-api.md, docs/exercise-feedback.md and the board's exercises.json from the helpers
 	$(BIN)/python tools/api_reference.py
 	$(BIN)/python tools/feedback_table.py
+	$(BIN)/python deploy/board/exercise_list.py
 
 # A release: the version in pyproject.toml and every notebook's first cell (which installs its tag on Colab),
 # one commit, the tag vX.Y.Z; never pushed (CONTRIBUTING.md, "Releasing"). Any python3: the standard library only.
@@ -196,9 +197,12 @@ CLASS_HUB   := $(CLASS_DIR)/hub/.installed
 CLASS_USER  := $(CLASS_DIR)/user/.installed
 CLASS_PROXY := $(CLASS_DIR)/proxy/node_modules/.bin/configurable-http-proxy
 CLASS_PY    := $(CLASS_DIR)/hub/bin/python
+# as root the hub starts the board as a user of its own, who must be able to run the hub's Python (as on TLJH,
+# whose hub's venv is made from /usr/bin/python3): Debian's python3 then, not one under /root (pyenv's)
+CLASS_PYTHON ?= $(if $(and $(filter 0,$(shell id -u)),$(wildcard /usr/bin/python3)),/usr/bin/python3,$(PYTHON))
 
 $(CLASS_HUB): requirements-class-test.txt
-	$(PYTHON) -m venv $(CLASS_DIR)/hub
+	$(CLASS_PYTHON) -m venv $(CLASS_DIR)/hub
 	$(CLASS_PY) -m pip --disable-pip-version-check install --quiet -r requirements-class-test.txt
 	@touch $@
 

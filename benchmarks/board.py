@@ -14,10 +14,17 @@ It starts the class test's real JupyterHub with the board configured as the READ
 3. The board's memory (RSS, PSS, peak RSS of its process) when it starts, and after a day of posts
    (--posts: 30 learners x 26 exercises x 4 checks each is about 3,000), with the time of the page's
    refresh (api/board) at that size.
+4. A load: 30 learners post 200 verdicts each, evenly over a minute (100 a second in all), through the
+   hub's proxy, while the board is open in 3 Chromium browsers (two instructors and an admin, logged in
+   through the hub). Every verdict must be stored (answered 201, and in board.sqlite); the table gives
+   the page's refresh as the browsers time it (fetch, read, draw: board.js's data-refresh-ms) during the
+   load and after it, the api/board answer time, and the board's memory before and after.
+   --only load runs this part alone.
 """
 
 import argparse
 import json
+import sqlite3
 import statistics
 import sys
 import threading
@@ -32,7 +39,7 @@ sys.path[:0] = [str(ROOT / "tests" / "classroom"), str(ROOT / "deploy"), str(ROO
 
 from board_store import read_exercises  # noqa: E402
 from class_link import nbgitpuller_link  # noqa: E402
-from hub import CLASS_DIR, REPO_NAME, USER_BIN, Hub, memory, publish_workshop  # noqa: E402
+from hub import CLASS_DIR, REPO_NAME, Hub, memory, publish_workshop  # noqa: E402
 from learner import Learner  # noqa: E402
 
 TRAINING = "03_queries_keys_values"
@@ -153,11 +160,125 @@ def day_of_posts(hub, posts, exercises, instructor):
     row(f"after a day: {posts} more posts from 30 learners")
 
 
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run"]
+
+
+def percentiles(values):
+    """'p50 / p95' of `values` (ms)."""
+    ordered = sorted(values)
+    return f"{statistics.median(ordered):.1f} / {ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]:.1f}"
+
+
+def open_board(pw, hub, name):
+    """A Chromium of its own, logged in to the hub as `name`, showing the board; (browser, page)."""
+    browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+    page = browser.new_page(viewport={"width": 1280, "height": 720})
+    page.goto(f"{hub.url}/hub/login?next=/services/board/")
+    page.fill("#username_input", name)
+    page.fill("#password_input", "any password")
+    page.click("#login_submit")
+    page.wait_for_url("**/services/board/", timeout=120_000)
+    page.wait_for_selector("body[data-refreshes]", timeout=120_000)
+    return browser, page
+
+
+def refresh_samples(pages, busy):
+    """Every refresh the pages make while `busy()`: [(verdicts shown, refresh ms)] (board.js's own timing).
+
+    Playwright's pages are read from this (the main) thread only.
+    """
+    samples, last = [], [None] * len(pages)
+    while busy():
+        for i, page in enumerate(pages):
+            count, ms, posts = page.eval_on_selector(
+                "body", "b => [b.dataset.refreshes, b.dataset.refreshMs, b.dataset.posts]"
+            )
+            if count != last[i]:
+                last[i] = count
+                samples.append((int(posts), float(ms)))
+        time.sleep(0.25)
+    return samples
+
+
+def load(hub, exercises, instructor, learners, verdicts, seconds, browsers):
+    from playwright.sync_api import sync_playwright  # requirements-class-test.txt; the browser is Debian's
+
+    print(f"\n4. {learners} learners x {verdicts} verdicts over {seconds} s, the board open in {browsers} browsers\n")
+    names, tokens = make_learners(hub, learners, "load")
+    before = instructor.http.get(hub.board_url + "api/board", timeout=60).json()["posts"]
+    rss_before = memory(hub.board_pid())
+    gap = seconds / verdicts  # each learner's pace; learner i starts i / learners of a gap after the first
+
+    def learner(i):
+        session, codes = requests.Session(), []
+        start = t0 + gap * i / learners
+        for k in range(verdicts):
+            time.sleep(max(0.0, start + k * gap - time.monotonic()))
+            body = {"exercise": exercises[(i + k) % len(exercises)], "verdict": ("correct", "incorrect")[k % 2]}
+            answer = session.post(
+                hub.board_url + "api/verdicts", json=body, headers={"Authorization": f"token {tokens[i]}"}, timeout=60
+            )
+            codes.append(answer.status_code)
+        return codes
+
+    with sync_playwright() as pw:
+        opened = [open_board(pw, hub, ("instructor", "head")[i % 2]) for i in range(browsers)]
+        pages = [page for _, page in opened]
+        try:
+            t0 = time.monotonic() + 1
+            with ThreadPoolExecutor(learners) as pool:
+                posting = [pool.submit(learner, i) for i in range(learners)]
+                during = refresh_samples(pages, lambda: not all(f.done() for f in posting))
+                codes = [f.result() for f in posting]
+                took = time.monotonic() - t0
+            time.sleep(4)  # every page has drawn the last verdict
+            end = time.monotonic() + 30
+            after = refresh_samples(pages, lambda: time.monotonic() < end)
+        finally:
+            for browser, _ in opened:
+                browser.close()
+    api = []
+    for _ in range(20):
+        t = time.monotonic()
+        instructor.http.get(hub.board_url + "api/board", timeout=60).raise_for_status()
+        api.append(1000 * (time.monotonic() - t))
+    rss_after = memory(hub.board_pid())
+    total = instructor.http.get(hub.board_url + "api/board", timeout=60).json()["posts"]
+    with sqlite3.connect(f"file:{hub.state / 'board' / 'board.sqlite'}?mode=ro", uri=True) as db:
+        rows = dict(db.execute("SELECT user, COUNT(*) FROM verdicts WHERE user LIKE 'load%' GROUP BY user"))
+    acknowledged = sum(code == 201 for learner_codes in codes for code in learner_codes)
+    every = all(rows.get(name) == verdicts for name in names) and total - before == learners * verdicts
+    print("| | measured |\n|---|---|")
+    print(
+        f"| verdicts sent / acknowledged (201) / in board.sqlite | {learners * verdicts} / {acknowledged} / "
+        f"{sum(rows.values())}: {'every one stored' if every else 'SOME MISSING'} (posting took {took:.1f} s) |"
+    )
+    print(
+        f"| page refresh in the browsers during the load, p50 / p95 (ms) | {percentiles([ms for _, ms in during])} "
+        f"({len(during)} refreshes) |"
+    )
+    final = [ms for posts, ms in after if posts == total]
+    print(
+        f"| page refresh at the end ({total} verdicts), p50 / p95 (ms) | {percentiles(final)} "
+        f"({len(final)} refreshes, {browsers} browsers) |"
+    )
+    print(f"| api/board through the proxy at the end, p50 / p95 (ms) | {percentiles(api)} (20 requests) |")
+    print(
+        f"| the board's RSS before / after (MiB); peak RSS | {rss_before['rss']:.0f} / {rss_after['rss']:.0f}; "
+        f"{rss_after['peak']:.0f} |"
+    )
+    if not every:
+        raise SystemExit("not every verdict was stored")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--checks", type=int, default=200, help="checks per setting in the learner's kernel")
     parser.add_argument("--bursts", default="10,30,60", help="learners posting at once, comma-separated")
     parser.add_argument("--posts", type=int, default=3000, help="posts for the memory after a day")
+    parser.add_argument("--load", default="30,200,60,3", help="learners, verdicts each, seconds, browsers")
+    parser.add_argument("--only", choices=["load"], help="run the load part alone")
     args = parser.parse_args()
     state = CLASS_DIR / f"bench-board-{int(time.time())}"
     state.mkdir(parents=True)
@@ -172,11 +293,14 @@ def main():
         data.raise_for_status()
         started = memory(hub.board_pid())
         print(f"The board at start: RSS {started['rss']:.0f} MiB, PSS {started['pss']:.0f} MiB (no verdicts yet)")
-        exercises = [name for name, _ in read_exercises(str(USER_BIN / "python"), ROOT)]
+        exercises = [name for name, _ in read_exercises(ROOT / "deploy" / "board" / "exercises.json")]
         exercises = exercises[exercises.index("qkv_scores") :] + exercises[: exercises.index("qkv_scores")]
-        cell_cost(hub, remote, args.checks)
-        bursts(hub, [int(n) for n in args.bursts.split(",")], exercises)
-        day_of_posts(hub, args.posts, exercises, instructor)
+        if args.only != "load":
+            cell_cost(hub, remote, args.checks)
+            bursts(hub, [int(n) for n in args.bursts.split(",")], exercises)
+            day_of_posts(hub, args.posts, exercises, instructor)
+        learners, verdicts, seconds, browsers = (int(n) for n in args.load.split(","))
+        load(hub, exercises, instructor, learners, verdicts, seconds, browsers)
 
 
 if __name__ == "__main__":

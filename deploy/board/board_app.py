@@ -7,16 +7,21 @@ admins open {prefix} in a browser: a grid of learners x exercises, how many are 
 started, the most common mistakes. Everything is kept in board.sqlite in the working folder.
 
 Settings (environment; the configuration sets them): BOARD_GROUP (default "instructors"),
-BOARD_NAMES ("hub" or "anonymous"), BOARD_HELPERS_PYTHON and BOARD_WORKSHOP (a Python that can import
-the workshop's helpers, and a clone of the workshop: the board reads the exercises from the helpers'
-registry at start-up), BOARD_DB (default board.sqlite). JupyterHub sets the JUPYTERHUB_* variables.
-Runs on JupyterHub's own Python: tornado and jupyterhub.services.auth; SQLite from the standard library.
+BOARD_NAMES ("hub" or "anonymous"), BOARD_EXERCISES (the list of exercises, read at start-up; default
+exercises.json beside this file, written from the helpers' registry by exercise_list.py), BOARD_DB
+(default board.sqlite). JupyterHub sets the JUPYTERHUB_* variables. Runs on JupyterHub's own Python,
+as its own unprivileged user (the configuration's BOARD_USER): tornado and jupyterhub.services.auth;
+SQLite from the standard library. It never imports the workshop's helpers or runs the learners' Python.
 """
 
+import asyncio
 import json
+import logging
 import os
 import sys
 import time
+from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from urllib.parse import quote, urlparse
 
@@ -28,6 +33,11 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from board_store import MAX_BODY, Refused, Store, board, read_exercises, validate  # noqa: E402
 
+log = logging.getLogger("board")
+RATE, BURST = 5, 60  # a learner's posts: 60 at once, then 5 a second (a learner checks every minute or so)
+MAX_LEARNERS = 1000  # learners whose rate the board tracks at once
+MAX_VISITORS = 100  # instructors and admins whose groups the board remembers (for 30 s each)
+
 PAGE_SECURITY = {
     # nothing from outside the hub, no inline script: the page's script and style are the board's own files
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; "
@@ -38,30 +48,106 @@ PAGE_SECURITY = {
 }
 
 
+class Recent(OrderedDict):
+    """A dict of at most `size` entries: adding one more forgets the one least recently set."""
+
+    def __init__(self, size):
+        super().__init__()
+        self.size = size
+
+    def __setitem__(self, key, value):
+        super().__setitem__(key, value)
+        self.move_to_end(key)
+        while len(self) > self.size:
+            self.popitem(last=False)
+
+
+class RateLimit:
+    """Per learner, `burst` posts at once and then `rate` a second (a token bucket); state for `learners` at most."""
+
+    def __init__(self, rate=RATE, burst=BURST, learners=MAX_LEARNERS, clock=time.monotonic):
+        self.rate, self.burst, self.clock = rate, burst, clock
+        self.buckets = Recent(learners)  # user -> (posts allowed now, when)
+
+    def allow(self, user):
+        now = self.clock()
+        tokens, then = self.buckets.get(user, (self.burst, now))
+        tokens = min(self.burst, tokens + (now - then) * self.rate)
+        self.buckets[user] = (tokens - 1, now) if tokens >= 1 else (tokens, now)
+        return tokens >= 1
+
+
+class Writer:
+    """Stores the posts' verdicts on a thread of its own, so the board goes on answering while the disk writes.
+
+    Verdicts that arrive during a write go in the next one, together: one transaction, one wait for the disk.
+    Each post is answered once its verdict is committed.
+    """
+
+    def __init__(self, store):
+        self.store, self.waiting, self.task = store, [], None
+        self.thread = ThreadPoolExecutor(1, thread_name_prefix="board-writer")
+
+    async def add(self, verdict):
+        """The row id of `verdict`, once it is committed (raises what the store raised)."""
+        committed = asyncio.get_running_loop().create_future()
+        self.waiting.append((verdict, committed))
+        if self.task is None:
+            self.task = asyncio.ensure_future(self._write())
+        return await committed
+
+    async def _write(self):
+        loop = asyncio.get_running_loop()
+        try:
+            while self.waiting:
+                batch, self.waiting = self.waiting, []
+                try:
+                    ids = await loop.run_in_executor(self.thread, self.store.add_many, [v for v, _ in batch])
+                except Exception as exc:  # e.g. a full disk: every post of the batch is answered 500
+                    for _, committed in batch:
+                        committed.set_exception(exc)
+                else:
+                    for (_, committed), row in zip(batch, ids, strict=True):
+                        committed.set_result(row)
+        finally:
+            self.task = None
+
+
 class Settings:
     """What the handlers share: the store, the exercises, who may look, how names are shown."""
 
-    def __init__(self, store, exercises, group="instructors", names="hub", lookup=None):
+    def __init__(self, store, exercises, group="instructors", names="hub", lookup=None, rate_limit=None):
         self.store, self.exercises = store, list(exercises)
         self.known = {name for name, _ in self.exercises}
         self.group, self.names = group, names
         self.lookup = lookup  # async name -> hub user model (groups, admin), or None to trust the OAuth model
-        self._cache = {}  # name -> (time, model)
+        self.visitors = Recent(MAX_VISITORS)  # name -> (time, model): who opened the board lately
+        self.rate_limit = rate_limit or RateLimit()
+        self.writer = Writer(store)
+        self._page = (None, None)  # (the store's newest row, the board's JSON then)
 
     async def user_model(self, user):
         if self.lookup is None:
             return user
         name = user["name"]
-        seen = self._cache.get(name)
+        seen = self.visitors.get(name)
         if seen and time.monotonic() - seen[0] < 30:
             return seen[1]
-        model = await self.lookup(name) or user
-        self._cache[name] = (time.monotonic(), model)
+        model = await self.lookup(name)
+        if model is None:  # the hub did not answer (logged): the login's own model decides, and nothing is remembered
+            return user
+        self.visitors[name] = (time.monotonic(), model)
         return model
 
     async def is_instructor(self, user):
         model = await self.user_model(user)
         return bool(model.get("admin")) or self.group in (model.get("groups") or [])
+
+    def board_json(self):
+        """The board as JSON, computed again only when a verdict has arrived since the last time."""
+        if self._page[0] != self.store.newest:
+            self._page = (self.store.newest, json.dumps(board(self.store, self.exercises, self.names)))
+        return self._page[1]
 
 
 class _Base(tornado.web.RequestHandler):
@@ -102,9 +188,8 @@ def handlers(auth, prefix, settings):
         @tornado.web.authenticated
         async def get(self):
             if await self.require_instructor():
-                s = self.board_settings
                 self.set_header("Content-Type", "application/json")
-                self.finish(json.dumps(board(s.store, s.exercises, s.names)))
+                self.finish(self.board_settings.board_json())
 
     class Verdicts(auth, _Base):
         # a kernel posts with its server's token (no XSRF check); a post with a browser's cookie must carry
@@ -117,7 +202,10 @@ def handlers(auth, prefix, settings):
                 verdict = validate(self.request.body, user["name"], self.board_settings.known)
             except Refused as refused:
                 return self.refuse(refused.status, refused.reason)
-            row = self.board_settings.store.add(verdict)  # committed before we answer
+            limit = self.board_settings.rate_limit
+            if not limit.allow(user["name"]):
+                return self.refuse(429, f"more than {limit.burst} checks at once or {limit.rate} a second: not stored")
+            row = await self.board_settings.writer.add(verdict)  # committed before we answer
             self.set_status(201)
             self.set_header("Content-Type", "application/json")
             self.finish(json.dumps({"stored": row}))
@@ -142,7 +230,8 @@ def hub_lookup(api_url, token):
                 headers={"Authorization": f"token {token}"},
                 request_timeout=10,
             )
-        except Exception:
+        except Exception as exc:  # the hub is down or slow, or has no such user
+            log.warning("could not look up %r at the hub: %r", name, exc)
             return None
         return json.loads(response.body)
 
@@ -161,8 +250,10 @@ def main():
     from jupyterhub.services.auth import HubOAuthCallbackHandler, HubOAuthenticated
     from jupyterhub.utils import url_path_join
 
+    logging.basicConfig(format="[board %(levelname)s %(asctime)s] %(message)s", level=logging.INFO)
+    logging.getLogger("tornado.access").setLevel(logging.ERROR)  # not a line per post; a 5xx still is one
     prefix = os.environ["JUPYTERHUB_SERVICE_PREFIX"]  # e.g. /services/board/
-    exercises = read_exercises(os.environ["BOARD_HELPERS_PYTHON"], os.environ["BOARD_WORKSHOP"])
+    exercises = read_exercises(os.environ.get("BOARD_EXERCISES", HERE / "exercises.json"))
     store = Store(os.environ.get("BOARD_DB", "board.sqlite"))
     settings = Settings(
         store,
@@ -176,8 +267,9 @@ def main():
     app = tornado.web.Application(routes, cookie_secret=cookie_secret(Path("board_cookie_secret")))
     url = urlparse(os.environ["JUPYTERHUB_SERVICE_URL"])
     app.listen(url.port, url.hostname, max_body_size=16 * MAX_BODY)
-    print(f"board: {len(exercises)} exercises, {store.count()} verdicts stored, on {url.hostname}:{url.port}{prefix}")
-    sys.stdout.flush()
+    log.info(
+        "%d exercises, %d verdicts stored, on %s:%s%s", len(exercises), store.count(), url.hostname, url.port, prefix
+    )
     tornado.ioloop.IOLoop.current().start()
 
 

@@ -8,7 +8,6 @@ who sent it is the hub user its token belongs to, never a field of the body.
 import json
 import re
 import sqlite3
-import subprocess
 import time
 from pathlib import Path
 
@@ -16,11 +15,27 @@ MAX_BODY = 4096  # bytes: a post is about 200
 MAX_MESSAGE = 1000  # characters
 VERDICTS = ("correct", "incorrect", "not attempted")
 FIELDS = {"exercise", "verdict", "mistake", "message", "user"}
+EXERCISE_NAME = re.compile(r"[A-Za-z0-9_]{1,80}")  # an exercise's name and its notebook's, in the list
 MISTAKE_CODE = re.compile(r"[a-z0-9][a-z0-9-]{0,47}")
 # HTML or script in a message is refused (the page escapes every string anyway); the reporter sends such a message
 # empty, with the same pattern (a test keeps the two equal)
 LOOKS_LIKE_HTML = re.compile(r"<\s*[/?]?\s*[A-Za-z]|<!")
 CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MAX_ROWS = 2000  # verdicts kept in the log per learner (a day's workshop is about 100); older ones are deleted
+SCHEMA = (
+    "CREATE TABLE IF NOT EXISTS verdicts (id INTEGER PRIMARY KEY, at REAL NOT NULL, user TEXT NOT NULL, "
+    "exercise TEXT NOT NULL, verdict TEXT NOT NULL, mistake TEXT, message TEXT NOT NULL)",
+    "CREATE INDEX IF NOT EXISTS verdicts_by_learner ON verdicts (user, id)",
+    "CREATE TABLE IF NOT EXISTS latest (user TEXT NOT NULL, exercise TEXT NOT NULL, verdict TEXT NOT NULL, "
+    "mistake TEXT, message TEXT NOT NULL, id INTEGER NOT NULL, PRIMARY KEY (user, exercise))",
+    "CREATE TABLE IF NOT EXISTS learners (user TEXT PRIMARY KEY, first INTEGER NOT NULL, posts INTEGER NOT NULL)",
+)
+# a board.sqlite written by a board that kept the log only: its two summary tables, made once from the log
+FROM_AN_OLDER_BOARD = (
+    "INSERT INTO learners (user, first, posts) SELECT user, MIN(id), COUNT(*) FROM verdicts GROUP BY user",
+    "INSERT INTO latest (user, exercise, verdict, mistake, message, id) SELECT user, exercise, verdict, mistake, "
+    "message, id FROM verdicts WHERE id IN (SELECT MAX(id) FROM verdicts GROUP BY user, exercise)",
+)
 
 
 class Refused(Exception):
@@ -69,49 +84,84 @@ def validate(body, user, exercises):
 
 
 class Store:
-    """Every verdict received, in SQLite; `add` commits before it returns, so an acknowledged post survives."""
+    """Every verdict received, in SQLite; `add` commits before it returns, so an acknowledged post survives.
 
-    def __init__(self, path):
-        self.path = Path(path)
+    Three tables: `verdicts`, the log (each learner's newest `max_rows` verdicts: older ones are deleted);
+    `latest`, each learner's latest verdict per exercise (what the board shows); `learners`, each learner's
+    first post and how many they sent. The board reads only the last two, which hold a row per learner and
+    exercise and a row per learner, however many verdicts were sent. Writes go through `db` (one thread at a
+    time), reads through `reader`, which sees committed verdicts only, so a refresh never waits for a write.
+    """
+
+    def __init__(self, path, max_rows=MAX_ROWS):
+        self.path, self.max_rows = Path(path), max_rows
         self.db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")  # committed means on disk, even if the machine stops
-        self.db.execute(
-            "CREATE TABLE IF NOT EXISTS verdicts (id INTEGER PRIMARY KEY, at REAL NOT NULL, user TEXT NOT NULL, "
-            "exercise TEXT NOT NULL, verdict TEXT NOT NULL, mistake TEXT, message TEXT NOT NULL)"
-        )
+        with self.db:
+            for statement in SCHEMA:
+                self.db.execute(statement)
+            if self.db.execute("SELECT NOT EXISTS (SELECT 1 FROM learners)").fetchone()[0]:
+                self.db.execute(FROM_AN_OLDER_BOARD[0])  # no-ops on an empty log
+                self.db.execute(FROM_AN_OLDER_BOARD[1])
+        self.reader = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        self.newest = self.db.execute("SELECT MAX(id) FROM verdicts").fetchone()[0] or 0  # the last row committed
 
     def add(self, verdict):
+        """Store one validated verdict; its row id (which only grows)."""
+        return self.add_many([verdict])[0]
+
+    def add_many(self, verdicts):
+        """Store validated verdicts in one transaction (one write to the disk); their row ids."""
+        ids = []
         with self.db:  # one transaction, committed on leaving
-            cursor = self.db.execute(
-                "INSERT INTO verdicts (at, user, exercise, verdict, mistake, message) VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    time.time(),
-                    verdict["user"],
-                    verdict["exercise"],
-                    verdict["verdict"],
-                    verdict["mistake"],
-                    verdict["message"],
-                ),
+            for verdict in verdicts:
+                ids.append(self._insert(verdict))
+        self.newest = ids[-1]
+        return ids
+
+    def _insert(self, verdict):
+        row = (verdict["user"], verdict["exercise"], verdict["verdict"], verdict["mistake"], verdict["message"])
+        added = self.db.execute(
+            "INSERT INTO verdicts (at, user, exercise, verdict, mistake, message) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), *row),
+        ).lastrowid
+        self.db.execute(
+            "INSERT INTO latest (user, exercise, verdict, mistake, message, id) VALUES (?, ?, ?, ?, ?, ?) "
+            "ON CONFLICT (user, exercise) DO UPDATE SET verdict = excluded.verdict, mistake = excluded.mistake, "
+            "message = excluded.message, id = excluded.id",
+            (*row, added),
+        )
+        self.db.execute(
+            "INSERT INTO learners (user, first, posts) VALUES (?, ?, 1) "
+            "ON CONFLICT (user) DO UPDATE SET posts = posts + 1",
+            (verdict["user"], added),
+        )
+        posts = self.db.execute("SELECT posts FROM learners WHERE user = ?", (verdict["user"],)).fetchone()[0]
+        if posts > self.max_rows:  # the learner's oldest verdicts leave the log (their marks stay in latest)
+            self.db.execute(
+                "DELETE FROM verdicts WHERE user = ?1 AND id <= "
+                "(SELECT id FROM verdicts WHERE user = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)",
+                (verdict["user"], self.max_rows),
             )
-        return cursor.lastrowid
+        return added
 
     def count(self):
-        return self.db.execute("SELECT COUNT(*) FROM verdicts").fetchone()[0]
+        """How many verdicts were received (those the row cap deleted from the log included)."""
+        return self.reader.execute("SELECT COALESCE(SUM(posts), 0) FROM learners").fetchone()[0]
 
     def latest(self):
         """[(user, exercise, verdict, mistake, message)]: each learner's latest verdict per exercise, oldest first."""
-        return self.db.execute(
-            "SELECT user, exercise, verdict, mistake, message FROM verdicts WHERE id IN "
-            "(SELECT MAX(id) FROM verdicts GROUP BY user, exercise) ORDER BY id"
+        return self.reader.execute(
+            "SELECT user, exercise, verdict, mistake, message FROM latest ORDER BY id"
         ).fetchall()
 
     def first_seen(self):
         """Users in the order of their first post (for anonymous labels that stay put)."""
-        rows = self.db.execute("SELECT user FROM verdicts GROUP BY user ORDER BY MIN(id)").fetchall()
-        return [row[0] for row in rows]
+        return [row[0] for row in self.reader.execute("SELECT user FROM learners ORDER BY first").fetchall()]
 
     def close(self):
+        self.reader.close()
         self.db.close()
 
 
@@ -162,17 +212,18 @@ def board(store, exercises, names="hub"):
     }
 
 
-def read_exercises(python, workshop):
-    """[(name, notebook)] of every exercise, in notebook order, from the helpers' registry.
+def read_exercises(path):
+    """[(name, notebook)] of every exercise, in notebook order, from the list in the JSON file at `path`.
 
-    Read by `python` (an environment with the workshop's requirements, e.g. the learners') in a clone of the
-    workshop at `workshop`, in a child process: the board itself never imports numpy.
+    The file is deploy/board/exercises.json, written from the helpers' registry by exercise_list.py: the
+    board reads a file, and never imports the helpers or runs the learners' Python.
     """
-    code = (
-        "import json; from helpers.checks import EXERCISES; "
-        "print(json.dumps([[e.name, e.notebook] for e in EXERCISES.values()]))"
-    )
-    result = subprocess.run([python, "-c", code], cwd=workshop, capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        raise RuntimeError(f"could not read the exercises with {python} in {workshop}:\n{result.stderr[-2000:]}")
-    return [tuple(pair) for pair in json.loads(result.stdout.strip().splitlines()[-1])]
+    try:
+        exercises = json.loads(Path(path).read_text(encoding="utf-8"))["exercises"]
+        pairs = [(exercise["name"], exercise["notebook"]) for exercise in exercises]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"{path} is not the board's list of exercises ({exc!r}): see exercise_list.py") from None
+    bad = [pair for pair in pairs if not all(isinstance(part, str) and EXERCISE_NAME.fullmatch(part) for part in pair)]
+    if bad or not pairs or len({name for name, _ in pairs}) != len(pairs):
+        raise ValueError(f"{path}: each exercise needs a unique name and a notebook (letters, digits, _): {bad}")
+    return pairs

@@ -16,7 +16,9 @@ A git repository made from this work tree is the "remote" nbgitpuller clones.
    keeps the learner's outputs), the learner's line wins over the instructor's, nothing is
    left conflicted.
 3. A learner who wants the fixed 03 renames their copy and clicks again: nbgitpuller restores it.
-4. The class board (deploy/board/, configured as the README says): in their 03 kernels the learners
+4. The class board (deploy/board/, configured as the README says): it runs as its own unprivileged
+   user when the hub runs as root (as TLJH's does), owns its folder and cannot read the hub's secret,
+   and starts no other process. In their 03 kernels the learners
    solve, fail and skip its two exercises through the real checks, which report to the board; a real
    browser (Playwright, Debian's chromium) logs in as the instructor and sees the grid and the
    mistake counts the plan makes; a learner (not an instructor) is refused, an admin let in; bad
@@ -43,7 +45,7 @@ import requests
 
 # deploy/ is on the path by pyproject.toml's pytest pythonpath, this file's folder as the folder of a test file
 from class_link import nbgitpuller_link
-from hub import CLASS_DIR, GIT_ID, REPO_NAME, ROOT, Hub, git, memory, publish_workshop
+from hub import CLASS_DIR, GIT_ID, REPO_NAME, ROOT, Hub, descendants, git, memory, owner, publish_workshop, run_as
 from learner import Learner, LearnerError
 
 LEARNERS = int(os.environ.get("LEARNERS", "5"))
@@ -348,6 +350,35 @@ def board_data(session, room):
     answer = session.http.get(room.hub.board_url + "api/board", timeout=60)
     answer.raise_for_status()
     return answer.json()
+
+
+def board_pid(room, timeout=120):
+    """The board's process, once the hub has started it."""
+    deadline = time.monotonic() + timeout
+    while (pid := room.hub.board_pid()) is None and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert pid, f"the hub did not start the board:\n{room.hub.log_tail()}"
+    return pid
+
+
+def test_the_board_runs_as_its_own_unprivileged_user(room):
+    pid = board_pid(room)
+    folder = room.hub.state / "board"
+    if room.hub.board_user is None:  # the hub is not root: the board runs as the hub's user, it cannot switch
+        assert owner(pid) == os.geteuid()
+    else:
+        import pwd
+
+        uid = pwd.getpwnam(room.hub.board_user).pw_uid
+        assert owner(pid) == uid != 0, f"the board runs as user id {owner(pid)}"
+        assert folder.stat().st_uid == uid and folder.stat().st_mode & 0o777 == 0o700
+        assert all(path.stat().st_uid == uid for path in folder.iterdir()), list(folder.iterdir())
+        secret = room.hub.state / "jupyterhub_cookie_secret"  # the hub's own, readable by root only
+        as_board = run_as(room.hub.board_user, ["cat", str(secret)])
+        assert as_board.returncode != 0 and "Permission denied" in as_board.stderr, as_board
+    assert (folder / "board.sqlite").exists()
+    assert descendants(pid) == []  # it runs nobody's Python, the learners' included: it reads exercises.json
+    room.board_memory.append(("at start", memory(pid)))
 
 
 def test_the_learners_checks_report_to_the_board(room):

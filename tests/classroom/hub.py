@@ -4,8 +4,8 @@
   this work tree (tracked and new files), which nbgitpuller clones from.
 - `Hub`: JupyterHub (dummy login, one local process per learner, configurable-http-proxy) with
   all its state in a throwaway folder; `stop()` ends every process it started, by PID.
-- `processes(hub_pid)`, `memory(pid)`, `cpu_seconds(pid)`: each learner's server and kernels, read
-  from /proc (RSS, PSS, peak RSS).
+- `processes(hub_pid)`, `memory(pid)`, `cpu_seconds(pid)`, `owner(pid)`: each learner's server and kernels,
+  read from /proc (RSS, PSS, peak RSS, the user a process runs as).
 
 The environments come from `make class-test`: .class-test/hub (JupyterHub and these tools,
 requirements-class-test.txt) and .class-test/user (the learners': requirements.txt, the weights,
@@ -14,6 +14,7 @@ requirements-hub.txt), plus configurable-http-proxy from npm in .class-test/prox
 
 import json
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -34,6 +35,8 @@ CONFIG = Path(__file__).with_name("jupyterhub_config.py")
 REPO_NAME = "attention-from-scratch"  # the folder nbgitpuller clones into, as for the real repository
 GIT_ID = ["-c", "user.name=Instructor", "-c", "user.email=instructor@example.org"]
 PAGE = 1 << 12  # bytes
+# the class board's own system user when the test runs as root (as TLJH's hub does): made for the test, removed after
+BOARD_USER = "class-board-test"
 
 
 def git(*args, cwd):
@@ -94,6 +97,28 @@ def memory(pid):
         if value.strip().endswith("kB"):
             kib.setdefault(key, int(value.split()[0]))
     return {"rss": kib["Rss"] / 1024, "pss": kib["Pss"] / 1024, "peak": kib["VmHWM"] / 1024}
+
+
+def run_as(user, command, **kwargs):
+    """subprocess.run `command` as system user `user` (its user and group only), capturing its output."""
+    account = pwd.getpwnam(user)
+    return subprocess.run(
+        command,
+        user=account.pw_uid,
+        group=account.pw_gid,
+        extra_groups=[],
+        capture_output=True,
+        text=True,
+        check=False,
+        stdin=subprocess.DEVNULL,
+        **kwargs,
+    )
+
+
+def owner(pid):
+    """The real user id a process runs as."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    return int(next(line for line in status.splitlines() if line.startswith("Uid:")).split()[1])
 
 
 def _children_map():
@@ -171,6 +196,9 @@ class Hub:
         self.port, self.api_port, self.proxy_api_port = free_port(), free_port(), free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.board_url = f"{self.url}/services/board/" if board_from else None  # the class board, behind the proxy
+        # a hub that runs as root starts the board as its own user (deploy/board/jupyterhub_config_board.py)
+        self.board_user = BOARD_USER if board_from and os.geteuid() == 0 else None
+        self._made_board_user = False
         self.env = dict(
             os.environ,
             CLASS_HUB_STATE=str(self.state),
@@ -187,6 +215,7 @@ class Hub:
             CLASS_HUB_KERNEL_CULL=kernel_cull or "",
             CLASS_HUB_BOARD=str(free_port()) if board_from else "",  # the board's port
             CLASS_HUB_WORKSHOP=str(board_from or ""),  # the clone of the workshop the board runs from
+            CLASS_HUB_BOARD_USER=self.board_user or "",
         )
         for name in ("MPLBACKEND", "JUPYTER_CONFIG_DIR", "JUPYTER_CONFIG_PATH", "JUPYTER_PATH", "PYTHONPATH"):
             self.env.pop(name, None)  # nothing from the caller's environment reaches the learners
@@ -195,7 +224,11 @@ class Hub:
         self._watching = threading.Event()
 
     def __enter__(self):
-        self.start()
+        try:
+            self.start()
+        except BaseException:
+            self.stop()  # what a hub that failed to start left: its proxy, the board's user
+            raise
         return self
 
     def __exit__(self, *exc):
@@ -203,6 +236,9 @@ class Hub:
 
     def start(self):
         (self.state / "home").mkdir(parents=True, exist_ok=True)
+        if self.board_user:
+            self._make_board_user()
+            os.chmod(self.state, 0o711)  # the board's user passes through to its own folder, and lists nothing
         self.log_path = self.state / "jupyterhub.log"
         self.log = open(self.log_path, "w")  # closed in stop()
         self.proc = subprocess.Popen(
@@ -215,6 +251,7 @@ class Hub:
         )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
+            self.remember()  # the proxy, already: a hub that fails to start may leave it running
             if self.proc.poll() is not None:
                 raise RuntimeError(f"jupyterhub exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
@@ -226,6 +263,22 @@ class Hub:
                 pass
             time.sleep(0.5)
         raise RuntimeError(f"jupyterhub did not answer within 120 s:\n{self.log_tail()}")
+
+    def _make_board_user(self):
+        try:
+            pwd.getpwnam(self.board_user)
+        except KeyError:
+            command = ["useradd", "--system", "--no-create-home", "--home-dir", "/nonexistent"]
+            subprocess.run([*command, "--shell", "/usr/sbin/nologin", self.board_user], check=True)
+            self._made_board_user = True
+        probe = [sys.executable, "-c", "import jupyterhub.services.auth"]
+        tried = run_as(self.board_user, probe, cwd="/")
+        if tried.returncode != 0:
+            raise RuntimeError(
+                f"the board's user {self.board_user} cannot run the hub's Python {sys.executable}: "
+                f"{tried.stderr.strip()[-300:]}\nMake .class-test/hub from a Python every user can read: "
+                "rm -rf .class-test/hub && make class-test CLASS_PYTHON=/usr/bin/python3"
+            )
 
     def log_tail(self, lines=60):
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
@@ -281,6 +334,14 @@ class Hub:
 
     def stop(self):
         """Stop the learners' servers, then the hub (which stops its proxy); then end anything left, by PID."""
+        try:
+            self._stop_processes()
+        finally:
+            if self._made_board_user:
+                subprocess.run(["userdel", self.board_user], check=False, capture_output=True)
+                self._made_board_user = False
+
+    def _stop_processes(self):
         if self.proc is None:
             return
         self._watching.clear()

@@ -56,7 +56,7 @@ if os.environ.get("CLASS_HUB_BOARD"):
     os.environ.update(
         BOARD_PORT=os.environ["CLASS_HUB_BOARD"],
         BOARD_WORKSHOP=os.environ["CLASS_HUB_WORKSHOP"],
-        BOARD_HELPERS_PYTHON=str(user_bin / "python"),
+        BOARD_USER=os.environ["CLASS_HUB_BOARD_USER"],  # used when the hub runs as root (hub.py made the user)
         BOARD_FOLDER=str(state / "board"),
         BOARD_INSTRUCTORS="instructor",
     )

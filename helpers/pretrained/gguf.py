@@ -57,6 +57,27 @@ class _Reader:
         raise ValueError(f"unknown GGUF metadata value type {kind} at byte {self.pos}")
 
 
+def _header(reader):
+    """The counts of tensors and of metadata entries, after checking the magic bytes and the version."""
+    if bytes(reader.data[:4]) != b"GGUF":
+        raise ValueError(f"not a GGUF file: it starts with {bytes(reader.data[:4])!r}, not b'GGUF'")
+    reader.pos = 4
+    version, n_tensors, n_metadata = reader.scalar("<I"), reader.scalar("<Q"), reader.scalar("<Q")
+    if version not in (2, 3):
+        raise ValueError(f"GGUF version {version}: this reader knows versions 2 and 3")
+    return n_tensors, n_metadata
+
+
+def _tensor_info(reader):
+    """(name, numpy shape, type, offset) of the next tensor: GGUF lists the sizes fastest-changing first."""
+    name, n_axes = reader.string(), reader.scalar("<I")
+    ne = [reader.scalar("<Q") for _ in range(n_axes)]
+    kind, offset = reader.scalar("<I"), reader.scalar("<Q")
+    if kind not in GGUF_TYPES:
+        raise ValueError(f"tensor {name!r} has GGUF type {kind}; this reader knows {sorted(GGUF_TYPES)}")
+    return name, tuple(reversed(ne)), kind, offset
+
+
 def read_gguf(data):
     """The metadata and the tensors of a GGUF file's bytes (or of its path).
 
@@ -67,28 +88,14 @@ def read_gguf(data):
     if isinstance(data, (str, Path)):
         data = Path(data).read_bytes()
     reader = _Reader(data)
-    if bytes(reader.data[:4]) != b"GGUF":
-        raise ValueError(f"not a GGUF file: it starts with {bytes(reader.data[:4])!r}, not b'GGUF'")
-    reader.pos = 4
-    version, n_tensors, n_metadata = reader.scalar("<I"), reader.scalar("<Q"), reader.scalar("<Q")
-    if version not in (2, 3):
-        raise ValueError(f"GGUF version {version}: this reader knows versions 2 and 3")
-    metadata = {}
-    for _ in range(n_metadata):
-        key = reader.string()
-        metadata[key] = reader.value(reader.scalar("<I"))
-    infos = []
-    for _ in range(n_tensors):
-        name, n_axes = reader.string(), reader.scalar("<I")
-        ne = [reader.scalar("<Q") for _ in range(n_axes)]
-        infos.append((name, tuple(reversed(ne)), reader.scalar("<I"), reader.scalar("<Q")))
+    n_tensors, n_metadata = _header(reader)
+    metadata = {reader.string(): reader.value(reader.scalar("<I")) for _ in range(n_metadata)}
+    infos = [_tensor_info(reader) for _ in range(n_tensors)]
     alignment = metadata.get("general.alignment", 32)
-    start = -(-reader.pos // alignment) * alignment  # the next multiple of the alignment
+    start = -(-reader.pos // alignment) * alignment  # the data begins at the next multiple of the alignment
     raw = np.frombuffer(data, dtype=np.uint8)
     tensors = {}
     for name, shape, kind, offset in infos:
-        if kind not in GGUF_TYPES:
-            raise ValueError(f"tensor {name!r} has GGUF type {kind}; this reader knows {sorted(GGUF_TYPES)}")
         type_name, per_block, block_bytes = GGUF_TYPES[kind]
         n_bytes = int(np.prod(shape)) // per_block * block_bytes
         tensors[name] = (type_name, shape, raw[start + offset : start + offset + n_bytes])

@@ -12,7 +12,6 @@ In the browser only; to be taught in 12_a_real_language_model.
 import functools
 import math
 import re
-import sys
 import unicodedata
 
 __all__ = ["bytes_to_unicode", "pre_tokenize", "join_pair", "ByteLevelBPE"]
@@ -38,23 +37,22 @@ def bytes_to_unicode():
     return table
 
 
-def _ranges(wanted):
-    """A regex character class body for every code point whose Unicode category starts with one of `wanted`."""
-    parts, start = [], None
-    for cp in range(sys.maxunicode + 2):
-        inside = cp <= sys.maxunicode and unicodedata.category(chr(cp))[0] in wanted
-        if inside and start is None:
-            start = cp
-        elif not inside and start is not None:
-            parts.append(re.escape(chr(start)) + ("-" + re.escape(chr(cp - 1)) if cp - 1 > start else ""))
-            start = None
-    return "".join(parts)
+def _classes(text):
+    """(letters, numbers): regex class bodies for the text's letters (Unicode L*) and numbers (N*).
+
+    Python's `re` has no \\p{L} or \\p{N}: ASCII's are written out, and any other character of the text is
+    looked up, so a pattern is built for the characters that occur (a scan of every code point takes seconds
+    in the browser).
+    """
+    others = sorted({c for c in text if ord(c) > 127})
+    letters = "A-Za-z" + "".join(re.escape(c) for c in others if unicodedata.category(c)[0] == "L")
+    numbers = "0-9" + "".join(re.escape(c) for c in others if unicodedata.category(c)[0] == "N")
+    return letters, numbers
 
 
-@functools.cache
-def _patterns():
-    """(one numeric character, GPT-2's word pattern) as compiled regexes, built once (about a second)."""
-    letters, numbers = _ranges("L"), _ranges("N")
+@functools.lru_cache(maxsize=256)
+def _patterns(letters, numbers):
+    """(one number character, GPT-2's word pattern) as compiled regexes, for these letter and number classes."""
     word = (
         rf"'s|'t|'re|'ve|'m|'ll|'d| ?[{letters}]+| ?[{numbers}]+| ?[^{_SPACE}{letters}{numbers}]+"
         rf"|[{_SPACE}]+(?![^{_SPACE}])|[{_SPACE}]+"
@@ -67,7 +65,7 @@ def pre_tokenize(text):
 
     Shapes: a string -> a list of strings that join back to it.
     """
-    digit, word = _patterns()
+    digit, word = _patterns(*_classes(text))
     words = []
     for piece in digit.split(text):  # the digits land at odd indices, each alone
         words.extend(word.findall(piece))

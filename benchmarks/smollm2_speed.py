@@ -2,6 +2,7 @@
 
     python benchmarks/smollm2_speed.py              # everything (a few minutes on a quiet 2-core machine)
     python benchmarks/smollm2_speed.py --repeats 1  # one run of each timing instead of the best of 3
+    python benchmarks/smollm2_speed.py --browser    # also in Pyodide under node (needs node and make lite-mirror)
 
 Prints, with the machine's load average (timings taken under load are slower and noisier; ratios hold better):
 - loading, file to ready model, and where the time goes (end to end in a fresh Python, then step by step);
@@ -10,6 +11,8 @@ Prints, with the machine's load average (timings taken under load are slower and
 - peak memory (maximum resident set) of a fresh Python that loads the model and writes 200 tokens;
 - the KV cache's bytes per token with grouped-query attention (3 key/value heads) against full multi-head (9);
 - a rough guess at the browser (numpy without BLAS): the per-token products done by np.einsum instead of BLAS;
+  with --browser, the model itself in Pyodide 0.27.7 (the JupyterLite site's) run by node: loading, the prompt,
+  ms per decoded token (node's WebAssembly engine is V8, as in Chromium; no browser around it);
 - the distance to transformers (tests/data/smollm2_reference.npz): max |logit difference|, tokens equal.
 The model holds BLAS to one thread itself (helpers.pretrained.smollm2_model).
 """
@@ -17,8 +20,10 @@ The model holds BLAS to one thread itself (helpers.pretrained.smollm2_model).
 import argparse
 import hashlib
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -31,6 +36,40 @@ from helpers.threads import blas_single_thread
 ROOT = Path(__file__).resolve().parent.parent
 PROMPT = "The attention mechanism lets a language model"
 LENGTHS = (25, 50, 100, 200, 400)
+NODE_RUNNER = """
+const { loadPyodide } = require(process.argv[2] + "/pyodide.js");
+(async () => {
+  const py = await loadPyodide({ indexURL: process.argv[2] + "/" });
+  await py.loadPackage(process.argv[3]);
+  for (const [folder, where] of [[process.argv[4], "/repo"], [process.argv[5], "/weights"]]) {
+    py.FS.mkdir(where);
+    py.FS.mount(py.FS.filesystems.NODEFS, { root: folder }, where);
+  }
+  await py.runPythonAsync(process.argv[6]);
+})();
+"""
+IN_PYODIDE = """
+import sys, time
+sys.path.insert(0, "/repo")
+import numpy as np
+from helpers.pretrained.smollm2 import load_smollm2_from
+start = time.perf_counter()
+model = load_smollm2_from("/weights/SmolLM2-135M-Instruct.Q4_1.gguf")
+seconds, backend = time.perf_counter() - start, type(model.tokenizer._backend).__name__
+print(f"Pyodide under node (numpy {np.__version__}, tokenizer {backend}): loading {seconds:.1f} s")
+ids, kv_caches = model.tokenizer.encode("The attention mechanism lets a language model"), model.new_cache()
+start = time.perf_counter()
+ids.append(int(np.argmax(model.next_logits(ids, kv_caches))))
+print(f"the {len(ids) - 1}-token prompt: {time.perf_counter() - start:.2f} s")
+times = []
+for _ in range(10):
+    start = time.perf_counter()
+    ids.append(int(np.argmax(model.next_logits(ids, kv_caches))))
+    times.append(time.perf_counter() - start)
+best, median = 1000 * min(times), 1000 * sorted(times)[5]
+print(f"decoding with the cache: {best:.0f} ms per token (best of 10), median {median:.0f}")
+print(repr(model.tokenizer.decode(ids)))
+"""
 PEAK = """
 import resource, time
 from helpers.pretrained import load_smollm2
@@ -182,6 +221,22 @@ def browser_guess(model, repeats):
     )
 
 
+def pyodide_table():
+    """The model in Pyodide under node, from the JupyterLite mirror's files (make lite-mirror)."""
+    mirror = ROOT / "build" / "lite-mirror"
+    wheels = sorted(mirror.glob("numpy-*.whl"))
+    if shutil.which("node") is None or not (mirror / "pyodide.js").is_file() or not wheels:
+        print("\n--browser: needs node on PATH and build/lite-mirror (make lite-mirror); skipped")
+        return
+    weights = smollm2_path().parent
+    with tempfile.NamedTemporaryFile("w", suffix=".js", delete=False) as runner:
+        runner.write(NODE_RUNNER)
+    command = ["node", runner.name, str(mirror), str(wheels[0]), str(ROOT), str(weights), IN_PYODIDE]
+    out = subprocess.run(command, capture_output=True, text=True, check=False)
+    os.unlink(runner.name)
+    print("\n" + "\n".join(line for line in (out.stdout + out.stderr).splitlines() if not line.startswith("Load")))
+
+
 def reference_table(model):
     reference = np.load(ROOT / "tests" / "data" / "smollm2_reference.npz")
     print("\nAgainst transformers (same GGUF file, float32), at the stored columns of every position:")
@@ -199,6 +254,7 @@ def reference_table(model):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--browser", action="store_true", help="also run the model in Pyodide under node")
     args = parser.parse_args(argv)
     print(
         "load average {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()),
@@ -210,6 +266,8 @@ def main(argv=None):
     cache_bytes(model)
     browser_guess(model, args.repeats)
     reference_table(model)
+    if args.browser:
+        pyodide_table()
     print(f"\nload average at the end {os.getloadavg()[0]:.2f}")
 
 

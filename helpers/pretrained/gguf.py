@@ -8,7 +8,7 @@ the tensors' data. A matrix of ne = (n_in, n_out) is n_out rows of n_in numbers:
 
 Quantised types pack 32 numbers in a block: Q8_0 is an f16 scale d and 32 int8 q (w = d·q); Q4_1 is an f16
 scale d, an f16 minimum m and 16 bytes of 4-bit q, the low nibbles first (w = d·q + m).
-To be taught in 12_a_real_language_model.
+Taught in 12_a_real_language_model.
 """
 
 import struct

@@ -5,7 +5,7 @@ ReLU, grouped-query attention (several query heads share one key/value head), no
 apply_rotary on adjacent pairs (x0, x1), (x2, x3), ... at base (theta) 100,000, and the causal mask is 05's.
 One sequence at a time: a token is a row, x (T, d_model).
 
-To be taught in 12_a_real_language_model.
+Taught in 12_a_real_language_model.
 """
 
 from typing import NamedTuple

@@ -5,7 +5,7 @@ installed with --no-deps (its declared dependencies, an LLM tool and llama.cpp's
 and its Python module is never imported: importlib only finds the folder). gguf.py reads the file, bpe.py stands
 in for `tokenizers` in the browser, llama.py holds the parts of the decoder; this module puts them together.
 
-To be taught in 12_a_real_language_model.
+Taught in 12_a_real_language_model.
 """
 
 import functools

@@ -6,7 +6,7 @@ per token). The forward pass holds BLAS to one thread (helpers.threads): its pro
 threads, fighting over a laptop's cores with everything else, made it many times slower where we measured.
 Use helpers.pretrained.load_smollm2() to get one.
 
-To be taught in 12_a_real_language_model.
+Taught in 12_a_real_language_model.
 """
 
 import numpy as np

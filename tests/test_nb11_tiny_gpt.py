@@ -146,7 +146,7 @@ _HEAD = """(logits, temperature, u):
     z = logits / temperature
     p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
 """
-# answers the review tried that give the greedy word on some case but not on every one: none is "always greedy"
+# wrong answers that give the greedy word on some case but not on every one: none is "always greedy"
 NOT_ALWAYS_GREEDY = {
     "unnormalised": _HEAD + '    return int(np.searchsorted(np.cumsum(np.exp(z - z.max())), u, side="right"))',
     "from the end": _HEAD + '    return int(len(p) - 1 - np.searchsorted(np.cumsum(p[::-1]), u, side="right"))',

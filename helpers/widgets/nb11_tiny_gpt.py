@@ -192,6 +192,7 @@ def demos():
             ("prompt", ""),
             ("temperature", 0.0),
             ("prompt", "The cat meows. The dogs"),
+            ("prompt", "the cats meow! the dog, near the cow?"),
             ("prompt", " ".join(["the cat meows ."] * 6)),
         ],
     )

@@ -422,7 +422,7 @@ def test_expect_close_accepts_a_right_answer_in_float32_or_float16():
     checks.expect_close(in_float32, expected, "x")
     checks.expect_close(expected.astype(np.float16), expected, "x")
     with pytest.raises(checks.Mismatch, match="differs"):  # a wrong float32 answer is still wrong
-        checks.expect_close((expected * 1.01).astype(np.float32), expected, "x")
+        checks.expect_close((expected + 0.01).astype(np.float32), expected, "x")
 
 
 def test_as_array_names_a_tuple_of_arrays():
@@ -434,7 +434,7 @@ def test_as_array_names_a_tuple_of_arrays():
 def test_expect_close_messages():
     checks.expect_close([1.0, 2.0], [1.0, 2.0 + 1e-9], "x")  # within tolerance: no error
     with pytest.raises(checks.Mismatch, match=r"x has shape \(3,\), expected \(2,\)"):
-        checks.expect_close([1.0, 2.0, 3.0], [1.0, 2.0], "x")
+        checks.expect_close([4.0, 5.0, 6.0], [1.0, 2.0], "x")
     with pytest.raises(checks.Mismatch, match=r"x differs .* at index \(1,\): got 5, expected 2"):
         checks.expect_close([1.0, 5.0], [1.0, 2.0], "x")
     with pytest.raises(checks.Mismatch, match="x contains NaN"):
@@ -598,3 +598,97 @@ def test_progress_shows_the_latest_verdict_of_each_exercise(capsys):
     assert "01_embeddings: " in capsys.readouterr().out
     checks.progress("99_nothing")
     assert "No exercises for '99_nothing'" in capsys.readouterr().out
+
+
+# --- families: mistakes named by a property of the answer, not one by one --------------------------
+
+SOLUTIONS = {name: ex.solution for name, ex in checks.EXERCISES.items()}
+UNREGISTERED = [  # wrong answers no exercise registers, each named by its family: (exercise, change, code, words)
+    (
+        "next_word_loss",
+        ("return -picked.mean()", "return -picked.mean() / np.log(2)"),
+        "scaled-by-a-constant",
+        "divided by ln 2 = 0.6931: a logarithm in base 2 (bits)",
+    ),
+    (
+        "next_word_loss",
+        ("return -picked.mean()", "return -picked.sum() / ids.shape[1]"),
+        "scaled-by-a-constant",
+        "a division by T where B·(T − 1) belongs",
+    ),
+    (
+        "next_word_loss",
+        ("logits[:, :-1]", "logits[:, :-2]"),
+        "another-shift",
+        "scored against the word 2 places after it",
+    ),
+    (
+        "kv_cache_step",
+        ("return K, V, weights @ V", "return K, V, weights @ K"),
+        "wrong-array-weighted",
+        "mixes the rows of the keys K with the attention weights",
+    ),
+    (
+        "cached_attention_step",
+        ("return weights @ V, K, V", "return weights @ K, K, V"),
+        "wrong-array-weighted",
+        "mixes the rows of the keys K",
+    ),
+    (
+        "cached_attention_step",
+        ("np.sqrt(len(q))", "np.sqrt(window)"),
+        "scores-scaled-wrongly",
+        "divided by √window = √3",
+    ),
+    (
+        "multi_head_cross_attention",
+        ("/ np.sqrt(d_head)", "* np.sqrt(d_head)"),
+        "scores-scaled-wrongly",
+        "multiplied by √d_head",
+    ),
+    (
+        "nearest_neighbours",
+        ("np.argsort(-cosines)[:k]", "np.argsort(-cosines)[1:k + 1]"),
+        "shifted-along-an-axis",
+        "the right entry of place i + 1",
+    ),
+    ("similarity_matrix", ("return X @ X.T", "return 2 * X @ X.T"), "scaled-by-a-constant", "times 2"),
+    ("attention_row", ("e / e.sum()", "e / e.sum() / 2"), "not-a-distribution", "sums to 0.5, not 1"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, change, code, words", UNREGISTERED, ids=[f"{n}-{c}-{i}" for i, (n, _, c, _) in enumerate(UNREGISTERED)]
+)
+def test_a_wrong_answer_no_exercise_registers_is_named_by_its_family(name, change, code, words, capsys):
+    if change[0] == "logits[:, :-1]":  # shifted by two words: the targets two places on too
+        change = [change, ("ids[:, 1:]", "ids[:, 2:]")]
+    else:
+        change = [change]
+    result, printed = run_check(name, define(checks.edited(SOLUTIONS[name], *change), name), capsys)
+    assert result.mistake == code and words in printed, printed
+
+
+def test_the_families_name_arrays_by_their_property():
+    from helpers.checks import _families as families
+
+    right = np.array([[3.0, 1.0, 4.0, 1.5], [5.0, 9.0, 2.0, 6.0], [5.5, 3.5, 8.0, 9.7]])
+    with pytest.raises(checks.Mismatch, match=r"axes 0 and 1 exchanged \(shape \(4, 3\), expected \(3, 4\)\)"):
+        families.axes_exchanged(right.T, right, "x")
+    with pytest.raises(checks.Mismatch, match="moved 1 place along axis 1 .*place i − 1"):
+        families.shifted_along_an_axis(np.roll(right, 1, axis=1), right, "x")
+    with pytest.raises(
+        checks.Mismatch, match="3 places along axis 1 where 4 are expected: the right ones, without the first one"
+    ):
+        families.shifted_along_an_axis(right[:, 1:], right, "x")
+    with pytest.raises(checks.Mismatch, match="every entry the right one times 1.5, the same factor"):
+        families.scaled_by_a_constant(1.5 * right, right, "x")
+    with pytest.raises(checks.Mismatch, match="the right value, 2, times T = 6: a sum over those 6"):
+        families.scaled_by_a_constant(np.array(12.0), np.array(2.0), "x", {"T": 6})
+    families.scaled_by_a_constant(np.array(12.5), np.array(2.0), "x", {"T": 6})  # a number by no named factor
+    with pytest.raises(checks.Mismatch, match="row 1 sums to 2, not 1"):
+        families.not_a_distribution(np.array([[0.5, 0.5], [1.0, 1.0]]), "x", "weights")
+    families.not_a_distribution(np.array([[0.5, 0.5], [0.0, 0.0]]), "x", "weights", where=np.array([True, False]))
+    for answer in (right + 1, right[::-1]):  # neither scaled, shifted nor transposed: no family
+        for family in (families.axes_exchanged, families.shifted_along_an_axis, families.scaled_by_a_constant):
+            family(answer, right, "x")

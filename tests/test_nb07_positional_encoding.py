@@ -255,7 +255,7 @@ def turned_key(signs, swapped=False):
         ((1, 1, 1, -1), False, "not-a-rotation", "mirrors the key"),
         ((1, -1, 1, 1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),
         ((1, 1, 1, -1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),  # rows swapped
-        ((-1, 1, -1, -1), False, "wrong-values", "differs from the expected values"),  # a rotation by the angle + π
+        ((-1, 1, -1, -1), False, "scaled-by-a-constant", "with its sign flipped"),  # a rotation by the angle + π
     ],
 )
 def test_score_from_offset_every_sign_slip_is_named_by_what_the_turn_does(signs, swapped, code, words, capsys):

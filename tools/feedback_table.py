@@ -56,7 +56,10 @@ def generate():
         "A wrong answer gets ✗ and one of these messages, then a line pointing to `checks.hint(name)`; "
         "asked twice, `checks.hint` gives the second hint; `checks.solution(name)` gives the code, the only "
         "place that has any ([adding-an-exercise.md](adding-an-exercise.md)). A mistake the check does "
-        "not recognise gets the generic comparison (shape, NaN, or the first entry that differs).",
+        "not register may still be named by its family (every entry off by one factor, the right numbers "
+        "shifted along an axis or with two axes exchanged, attention weights applied to the wrong array, "
+        "scores scaled by the wrong size, rows that should sum to 1 and do not: `helpers/checks/_families.py`); "
+        "else it gets the generic comparison (shape, NaN, or the entry that differs most).",
         "",
         f"{len(checks.EXERCISES)} exercises, "
         f"{sum(len(ex.mistakes) for ex in checks.EXERCISES.values())} registered mistakes.",

@@ -49,6 +49,41 @@ def _shown(got, expected):
     return a, b
 
 
+def same(got, candidate):
+    """True when `got` has `candidate`'s shape and values: the one meaning of "the same" the checks use.
+
+    To rtol 1e-6 and atol 1e-9 (an answer in float32 or float16 at its precision's tolerance); NaN matches NaN
+    and an infinity the same infinity. Not numbers (strings, objects, complex numbers) are never the same.
+    """
+    try:
+        got, candidate = np.asarray(got), np.asarray(candidate)
+    except Exception:  # a ragged list
+        return False
+    if got.shape != candidate.shape or got.dtype.kind not in "biuf" or candidate.dtype.kind not in "biuf":
+        return False
+    low_rtol, low_atol = LOW_PRECISION.get(got.dtype, (0.0, 0.0))
+    return bool(
+        np.allclose(
+            got.astype(float),
+            candidate.astype(float),
+            rtol=max(1e-6, low_rtol),
+            atol=max(1e-9, low_atol),
+            equal_nan=True,
+        )
+    )
+
+
+def _families(got, expected, what, shape_only=False):
+    """Name the answer by a family of mistakes (axes exchanged, shifted, scaled) when it belongs to one."""
+    # imported here: the families are written with `same`, from this module
+    from helpers.checks._families import axes_exchanged, scaled_by_a_constant, shifted_along_an_axis
+
+    axes_exchanged(got, expected, what)
+    shifted_along_an_axis(got, expected, what)
+    if not shape_only:
+        scaled_by_a_constant(got, expected, what)
+
+
 def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
     """Raise Mismatch unless `got` has `expected`'s shape and values (to rtol/atol).
 
@@ -59,6 +94,8 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
     expected = np.asarray(expected)
     arr = as_array(got, what)
     if arr.shape != expected.shape:
+        if not np.iscomplexobj(arr):
+            _families(arr, expected, what, shape_only=True)
         raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
     if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
         raise Mismatch(f"{what} should hold numbers, got dtype {arr.dtype}", "not-an-array")
@@ -77,6 +114,7 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
         excess = np.where(infinite, np.inf, excess)
         where = np.unravel_index(np.argmax(excess), excess.shape) if excess.ndim else ()
         at = f" at index {tuple(int(i) for i in where)}" if where else ""
+        _families(arr, expected, what)
         shown_got, shown_expected = _shown(float(values[where]), float(wanted[where]))
         raise Mismatch(
             f"{what} differs from the expected values{at}: got {shown_got}, expected {shown_expected}", "wrong-values"
@@ -88,10 +126,12 @@ def expect_equal(got, expected, what):
     expected = np.asarray(expected)
     arr = as_array(got, what)
     if arr.shape != expected.shape:
+        _families(arr, expected, what, shape_only=True)
         raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
     if expected.dtype == bool and arr.dtype != bool:
         raise Mismatch(f"{what} should be a boolean array (True = may attend), got dtype {arr.dtype}", "not-boolean")
     if not np.array_equal(arr, expected):
+        _families(arr, expected, what, shape_only=True)
         where = tuple(int(i) for i in np.argwhere(arr != expected)[0])
         raise Mismatch(
             f"{what} differs{f' at index {where}' if where else ''}: got {arr[where]}, expected {expected[where]}",

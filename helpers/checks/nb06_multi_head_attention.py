@@ -3,6 +3,7 @@
 import numpy as np
 
 from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
+from helpers.checks._families import scores_divided_by, wrong_array_weighted
 from helpers.checks._mistakes import multihead_mistakes, none_mask_mistakes, same_numbers_other_order
 from helpers.checks._reference import multihead_loop
 
@@ -360,4 +361,10 @@ def multi_head_cross_attention(answer):
         multihead_mistakes(got, expected, weights, mask, what)  # scaling, heads, mask, softmax axis, W_o
         if mask is None and not (got.shape == expected.shape and np.allclose(got, expected)):
             none_mask_mistakes(answer, weights, got, expected, what)
+        d_head = d_model // n_heads
+        values_from_keys = multihead_loop(x, context, W_q, W_k, W_k, W_o, n_heads, mask)
+        wrong_array_weighted(got, {"the keys (context times W_k)": values_from_keys}, what, "the values")
+        sizes = {"d_head": d_head, "d_model": d_model, "n_heads": n_heads, "T_q": 3, "T_k": 5}
+        scale = ("√d_head", np.sqrt(d_head))
+        scores_divided_by(got, lambda c: multihead_loop(*weights, mask, scale=1 / c), what, sizes, scale)  # noqa: B023
         expect_close(got, expected, what)

@@ -5,6 +5,7 @@ import itertools
 import numpy as np
 
 from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
+from helpers.checks._families import scores_divided_by, wrong_array_weighted
 from helpers.checks._reference import multihead_loop
 
 _BLOCK_SOLUTION = """
@@ -93,6 +94,12 @@ def residual_attention_block(answer):
         got = as_array(got, what)
         _block_mistakes(got, X, (W_q, W_k, W_v, W_o), n_heads, what)
         expected = X + multihead_loop(X, X, W_q, W_k, W_v, W_o, n_heads)  # a loop over heads, then the residual
+        keys = X + multihead_loop(X, X, W_q, W_k, W_k, W_o, n_heads)
+        wrong_array_weighted(got, {"the keys (X times W_k)": keys}, what, "the values")
+        sizes = {"d_head": d_model // n_heads, "d_model": d_model, "n_heads": n_heads, "T": T}
+        scale = ("√d_head", np.sqrt(d_model // n_heads))
+        divided = lambda c: _variant(X, W_q, W_k, W_v, W_o, n_heads, scale_width=c * c)  # noqa: E731, B023
+        scores_divided_by(got, divided, what, sizes, scale)
         expect_close(got, expected, what)
 
 

@@ -4,6 +4,7 @@ import numpy as np
 
 from helpers.attention import softmax
 from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
+from helpers.checks._families import not_a_distribution, scores_divided_by
 from helpers.multihead import MultiHeadAttention
 
 
@@ -212,6 +213,10 @@ def attention_row(answer):
                 f"{what}: you used every column of W_q and W_k; head {head} uses only its own d_head columns",
                 "every-column",
             )
+        sizes = {"d_head": d_head, "d_model": attention.d_model, "n_heads": attention.n_heads, "T": T}
+        divided = lambda c: softmax(_scores(X, attention, head, scale=c * c)[i])  # noqa: E731, B023
+        scores_divided_by(got, divided, what, sizes, ("√d_head", np.sqrt(d_head)))
+        not_a_distribution(got, what, "a query's weights over the keys")
         expect_close(got, weights[i], what, atol=1e-6)
 
 

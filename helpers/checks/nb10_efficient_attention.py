@@ -4,6 +4,7 @@ import numpy as np
 
 from helpers.attention import scaled_dot_product_attention
 from helpers.checks._core import Mismatch, call, check_rng, edited, exercise, expect_close
+from helpers.checks._families import scores_divided_by, wrong_array_weighted
 from helpers.checks._mistakes import matches as _same
 from helpers.checks._mistakes import returned_in_other_order
 from helpers.checks._mistakes import returned_tuple as _unpack
@@ -286,7 +287,12 @@ def kv_cache_step(answer):
                 )
         expect_close(got[0], K, f"{what}: cache_K")
         expect_close(got[1], V, f"{what}: cache_V")
+        weights = scaled_dot_product_attention(q_new, K, V, mask=causal_mask(t, T + t))[1]  # (t, T + t)
+        wrong_array_weighted(got[2], {"the keys K": weights @ K}, f"{what}: out", "the values V")
         _name_step_mistakes(got[2], q_new, k_new, v_new, K, V, T, t, what)
+        divided = lambda c: _attend(q_new, K, V, causal_mask(t, T + t), divide_by=c)  # noqa: E731, B023
+        sizes = {"d_k": d_k, "d_v": d_v, "t": t, "T + t": T + t}
+        scores_divided_by(got[2], divided, f"{what}: out", sizes, ("√d_k", np.sqrt(d_k)))
         expect_close(got[2], out, f"{what}: out")
         cache_K, cache_V = K, V
 

@@ -1,10 +1,13 @@
 """The exercises of 11_tiny_gpt: the next-word loss, sampling with a temperature, and one cached generation step."""
 
+import functools
+
 import numpy as np
 
 import helpers.checks._reference as ref
 from helpers.attention import softmax
 from helpers.checks._core import Mismatch, call, check_rng, edited, exercise, expect_close, raised_by_the_answer
+from helpers.checks._families import another_shift, scaled_by_a_constant, scores_divided_by, wrong_array_weighted
 from helpers.checks._mistakes import matches, returned_tuple
 
 _LOSS_SOLUTION = """
@@ -16,6 +19,30 @@ _LOSS_SOLUTION = """
         picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]  # (B, T - 1)
         return -picked.mean()
 """
+_LOSS_SAYS = {  # what each registered mistake did, said after `what`
+    "targets-not-shifted": "scored each position against its own word; position t has read that word already, its "
+    "target is the word after it",
+    "wraps-around": "scored all {T} positions, the last against the window's first word; the last has no next word, "
+    "so only {T_1} have a target",
+    "shifted-wrong-way": "scored position t against word t − 1, the word before it; position t predicts word t + 1, "
+    "the word one place later",
+    "softmax-over-positions": "ran the softmax along the positions (axis T); each position's prediction is a "
+    "distribution over the V words",
+    "softmax-over-batch": "ran the softmax across the B windows; each position's prediction is a distribution over "
+    "the V words, its own row",
+    "summed": "gave the sum over the {n} positions; the loss is their mean",
+    "divided-by-all-positions": "divided the sum by B·T = {BT}; only the {n} positions that have a next word are "
+    "scored, so the mean divides by {BT_1}",
+    "minus-forgotten": "gave minus the loss: log probabilities are at most 0, the loss is minus their mean, a "
+    "positive number",
+    "probabilities-not-logs": "averaged the probabilities of the targets; the loss averages minus their logarithms",
+    "every-word-averaged": "averaged the log probabilities of all {V} words at each position; the loss takes only "
+    "the target's, the word that comes next, at each position",
+}
+_SHIFTED = (
+    "that is the loss with each position scored against the word {shift} places after it; position t predicts "
+    "the next word, 1 place after it"
+)
 _AXIS, _SHIFT = "axis=-1, keepdims=True", "z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow"
 
 
@@ -46,6 +73,7 @@ _AXIS, _SHIFT = "axis=-1, keepdims=True", "z = z - z.max(axis=-1, keepdims=True)
         "probabilities-not-logs": edited(_LOSS_SOLUTION, ("z - np.log(np.exp(z).sum(", "np.exp(z) / (np.exp(z).sum(")),
         "no-max-shift": edited(_LOSS_SOLUTION, (_SHIFT, "")),
         "one-max-for-all": edited(_LOSS_SOLUTION, ("z.max(axis=-1, keepdims=True)", "z.max()")),
+        "every-word-averaged": edited(_LOSS_SOLUTION, ("-picked.mean()", "-log_probs.mean()")),
     },
     forbid=("helpers.training.softmax_cross_entropy",),
 )
@@ -88,57 +116,26 @@ def next_word_loss(answer):
                 "the softmax, and so the loss, stays the same",
                 "no-max-shift",
             )
-        for code, value, says in (
-            (
-                "targets-not-shifted",
-                ref.loss(ref.log_probs(logits), ids),
-                "scored each position against its own "
-                "word; position t has read that word already, its target is the word after it",
-            ),
-            (
-                "wraps-around",
-                ref.loss(ref.log_probs(logits), np.roll(ids, -1, axis=1)),
-                f"scored all {T} positions, "
-                f"the last against the window's first word; the last has no next word, so only {T - 1} have a target",
-            ),
-            (
-                "shifted-wrong-way",
-                ref.loss(ref.log_probs(logits[:, 1:]), ids[:, :-1]),
-                "scored position t against "
-                "word t − 1, the word before it; position t predicts word t + 1, the word one place later",
-            ),
-            (
-                "softmax-over-positions",
-                ref.loss(ref.log_probs(cut, axis=1), targets),
-                "ran the softmax along the "
-                "positions (axis T); each position's prediction is a distribution over the V words",
-            ),
-            (
-                "softmax-over-batch",
-                ref.loss(ref.log_probs(cut, axis=0), targets),
-                "ran the softmax across the B "
-                "windows; each position's prediction is a distribution over the V words, its own row",
-            ),
-            ("summed", -scored.sum(), f"gave the sum over the {n} positions; the loss is their mean"),
-            (
-                "divided-by-all-positions",
-                -scored.sum() / ids.size,
-                f"divided the sum by B·T = {ids.size}; only the "
-                f"{n} positions that have a next word are scored, so the mean divides by {B * (T - 1)}",
-            ),
-            (
-                "minus-forgotten",
-                scored.mean(),
-                "gave minus the loss: log probabilities are at most 0, the loss is minus their mean, a positive number",
-            ),
-            (
-                "probabilities-not-logs",
-                ref.loss(np.exp(ref.log_probs(cut)), targets),
-                "averaged the probabilities of the targets; the loss averages minus their logarithms",
-            ),
-        ):
+        wrong = {  # what each registered mistake gives on these logits
+            "targets-not-shifted": ref.loss(ref.log_probs(logits), ids),
+            "wraps-around": ref.loss(ref.log_probs(logits), np.roll(ids, -1, axis=1)),
+            "shifted-wrong-way": ref.loss(ref.log_probs(logits[:, 1:]), ids[:, :-1]),
+            "softmax-over-positions": ref.loss(ref.log_probs(cut, axis=1), targets),
+            "softmax-over-batch": ref.loss(ref.log_probs(cut, axis=0), targets),
+            "summed": -scored.sum(),
+            "divided-by-all-positions": -scored.sum() / ids.size,
+            "minus-forgotten": scored.mean(),
+            "probabilities-not-logs": ref.loss(np.exp(ref.log_probs(cut)), targets),
+            "every-word-averaged": -ref.log_probs(cut).mean(),
+        }
+        for code, value in wrong.items():
             if ref.same(got, value):
+                says = _LOSS_SAYS[code].format(T=T, T_1=T - 1, V=V, n=n, BT=B * T, BT_1=B * (T - 1))
                 raise Mismatch(f"{what} {says}", code)
+        shifted = {s: ref.loss(ref.log_probs(logits[:, : T - s]), ids[:, s:]) for s in (2, 3, 4)}
+        another_shift(got, shifted, what, _SHIFTED)
+        sizes = {"B": B, "T": T, "T − 1": T - 1, "V": V, "B·T": B * T, "B·(T − 1)": B * (T - 1)}
+        scaled_by_a_constant(np.asarray(got), expected, what, sizes)
         expect_close(got, expected, what)
 
 
@@ -181,6 +178,7 @@ _SAMPLE_LAST = 'return int(np.searchsorted(np.cumsum(probs), u, side="right"))'
         "u-ignored": edited(_SAMPLE_SOLUTION, (_SAMPLE_LAST, "return int(np.random.choice(len(probs), p=probs))")),
         "no-max-shift": edited(_SAMPLE_SOLUTION, ("np.exp(z - z.max())", "np.exp(z)")),
         "zero-temperature-divides": edited(_SAMPLE_SOLUTION, ("if temperature == 0:", "if False:")),
+        "not-normalised": edited(_SAMPLE_SOLUTION, ("probs = probs / probs.sum()", "probs = probs")),
     },
     forbid=(
         "helpers.softmax",
@@ -241,6 +239,13 @@ def sample_next_word(answer):
             "compared each word's own "
             "probability with u; u is compared with the running sum of the probabilities, so that each word owns a "
             "stretch of [0, 1) as long as its probability",
+        ),
+        (
+            "not-normalised",
+            lambda t, u: ref.pick(np.exp(logits / t - (logits / t).max()), u),
+            "walked along exponentials that were not divided by their sum: their running sum passes 1 early, "
+            "so u falls on an earlier word; the probabilities are the exponentials divided by their sum, "
+            "and they add up to 1",
         ),
         (
             "off-by-one",
@@ -355,9 +360,9 @@ _K, _V = "np.concatenate([cache_K, k[None]])[-window:]", "np.concatenate([cache_
     },
 )
 def cached_attention_step(answer):
-    project, window, words = ref.toy_projection(), 4, [3, 1, 4, 1, 5, 8, 2]
+    project, window, words = ref.toy_projection(), 3, [3, 1, 4, 1, 5, 8, 2]  # the window is not d = 4
     cache_K, cache_V = map(np.array, zip(*(project(w, p)[1:] for p, w in enumerate(words[:2])), strict=True))  # (2, d)
-    for position in range(2, len(words)):  # one word at a time; from position 4 on the window slides
+    for position in range(2, len(words)):  # one word at a time; from position 3 on the window slides
         word, n = words[position], len(cache_K)
         what = f"cached_attention_step at position {position} with {n} words cached (window {window})"
         got_out, got_K, got_V = returned_tuple(
@@ -433,5 +438,9 @@ def cached_attention_step(answer):
         ):
             if (code != "window-after-attending" or n + 1 > window) and matches(got_out, wrong):
                 raise Mismatch(f"{what}: {says}", code)
+        weights = softmax(K @ q / np.sqrt(len(q)))  # (rows kept,)
+        wrong_array_weighted(got_out, {"the keys K": weights @ K}, f"{what}: out", "the values V")
+        sizes = {"d": len(q), "window": window, "the number of rows kept": len(K), "the position": position}
+        scores_divided_by(got_out, functools.partial(ref.attend_one, q, K, V), f"{what}: out", sizes, ("√d", 2.0))
         expect_close(got_out, ref.attend_one(q, K, V), f"{what}: out")
         cache_K, cache_V = K, V

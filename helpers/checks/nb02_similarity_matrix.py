@@ -3,7 +3,7 @@
 import numpy as np
 
 from helpers.checks._core import Case, Mismatch, check_rng, exercise
-from helpers.checks._families import SOFTMAX_SAYS, softmax_slips
+from helpers.checks._families import softmax_slips
 
 _NORMED = "X = X / np.linalg.norm(X, axis=1, keepdims=True)"
 
@@ -54,10 +54,6 @@ def similarity_matrix():
 _ROW_MAX, _ROW_SUM = "S.max(axis=-1, keepdims=True)", "e.sum(axis=-1, keepdims=True)"
 
 
-def _softmax_says(code, before="{what}: "):
-    return before + SOFTMAX_SAYS[code]
-
-
 @exercise(
     hint="Do what softmax_loop does, to every row at once: subtract the row's largest score, take the "
     "exponential, and divide by the row's sum. np.exp works on every entry; a max or a sum can run along "
@@ -71,16 +67,11 @@ def _softmax_says(code, before="{what}: "):
             e = np.exp(S - {_ROW_MAX})  # (T_q, T_k) - (T_q, 1): each row's own max
             return e / {_ROW_SUM}  # (T_q, T_k) / (T_q, 1): each row sums to 1
     """,
+    # a mistake with no message is named by the row softmax's family (_families.SOFTMAX_SAYS)
     mistakes=r"""
         wrong-axis: `axis=-1` → `axis=0`
-            {what}: you normalised each column (axis -2); the softmax runs along each row (the last axis): every query's
-            weights over the keys sum to 1
         whole-matrix: `S.max(axis=-1, keepdims=True)` → `S.max()`, `e.sum(axis=-1, keepdims=True)` → `e.sum()`
-            {what}: you divided by the sum of the whole matrix; divide each row by its own sum (summed over the last
-            axis, kept as a column of shape {column})
         rows-not-normalised: ` / e.sum(axis=-1, keepdims=True)` → ``
-            {what}: each row's largest entry is exactly 1 and the rows sum to more than 1: these are the exponentials of
-            the shifted scores, not yet divided by their row's sum
         no-max-shift: `S - S.max(axis=-1, keepdims=True)` → `S`
             {what} has NaN in the first row: the exponential of 1000 overflows to infinity, and infinity divided by
             infinity is NaN. Subtract each row's maximum before the exponential (the weights do not change)
@@ -96,12 +87,7 @@ def _softmax_says(code, before="{what}: "):
             negative scores give negative weights: take the exponential of each (shifted) score first, then divide by
             the row's sum
         column-sums: `e.sum(axis=-1, keepdims=True)` → `e.sum(axis=0, keepdims=True)`
-            {what}: each column sums to 1, the rows do not: you divided by the column sums (down the queries). Divide
-            each row's exponentials by that row's own sum, over the keys
         shift-mismatch: `return e / e.sum(axis=-1, keepdims=True)` → `return e / np.exp(S).sum(axis=-1, keepdims=True)`
-            {what}: you subtracted each row's max from the exponentials in the numerator but not from those summed in
-            the denominator (or the other way round), so each row is the softmax times e^(± its max) and does not sum to
-            1. Shift every exponential by the same max, then divide them by their own row sum
         returned-in-loop:
             def row_softmax(S):
                 weights = np.zeros(S.shape)
@@ -109,8 +95,6 @@ def _softmax_says(code, before="{what}: "):
                     e = np.exp(S[i] - S[i].max())
                     weights[i] = e / e.sum()
                     return weights
-            {what}: the first row is right but every other row is all 0: did your loop return after its first row?
-            Return once the loop has filled every row
     """,
     families=lambda got, expected, case: softmax_slips(got, case.args[0], case.what),
     forbid=("helpers.softmax", "helpers.attention.softmax"),
@@ -119,10 +103,10 @@ def row_softmax():
     rng = check_rng()
     T_q, T_k = 4, 6
     S = rng.normal(size=(T_q, T_k))  # scores of order 1: exp() without a shift would not overflow here
-    shapes = {"T_q": T_q, "T_k": T_k, "column": f"({T_q}, 1)", "rows": f"({T_q},)"}
+    shapes = {"T_q": T_q, "T_k": T_k}
     yield Case(f"row_softmax(S) for S of shape ({T_q}, {T_k})", (S,), facts=shapes)
     big = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -999.0, -998.0]])  # (2, 3)
-    shapes = {"T_q": 2, "T_k": 3, "column": "(2, 1)", "rows": "(2,)"}
+    shapes = {"T_q": 2, "T_k": 3}
     yield Case("row_softmax(S) for S with rows [1000, 1001, 1002] and [−1000, −999, −998]", (big,), facts=shapes)
 
 
@@ -161,6 +145,7 @@ def _attention_families(got, expected, case):
             {_WEIGHTS}  # each row sums to 1
             return weights @ X  # (T, T) @ (T, d) -> (T, d)
     """,
+    # a mistake with no message is named by the row softmax's family (_families.SOFTMAX_SAYS)
     mistakes=r"""
         no-softmax: `return weights @ X` → `return S @ X`
             {what} is the scores times X, without the softmax: each row of scores must first become weights that sum to
@@ -169,18 +154,11 @@ def _attention_families(got, expected, case):
             {what} returned a ({T}, {T}) matrix: those are the weights. Use them to average the rows of X and return the
             result, one row per token, shape (T, d) = ({T}, {d})
         wrong-axis: `axis=-1` → `axis=0`
-            the weights by which your {what} averaged the rows of X: you normalised each column (axis -2); the softmax
-            runs along each row (the last axis): every query's weights over the keys sum to 1
         whole-matrix: `S.max(axis=-1, keepdims=True)` → `S.max()`, `e.sum(axis=-1, keepdims=True)` → `e.sum()`
-            the weights by which your {what} averaged the rows of X: you divided by the sum of the whole matrix; divide
-            each row by its own sum (summed over the last axis, kept as a column of shape {column})
         scaled: `S = X @ X.T` → `S = X @ X.T / np.sqrt(X.shape[-1])`
             {what}: you divided the scores by √d = √{d} before the softmax. That scaling is notebook 04's subject; here
             the weights are the softmax of the plain dot products
         sums-as-a-row: `e.sum(axis=-1, keepdims=True)` → `e.sum(axis=-1)`
-            the weights by which your {what} averaged the rows of X: your row sums, shape {rows}, were lined up with the
-            columns (numpy lines shapes up from the right), so column i was divided by row i's sum. The matrix is
-            square, so numpy did not complain; keep them as a column, shape {column}, so that each divides its own row
         residual: `return weights @ X` → `return X + weights @ X`
             {what} is X plus the attention output: you added X back, a residual connection (its weights, the softmax
             plus the identity, sum to 2 along each row). Return the weighted average of the rows of X alone; notebook 08
@@ -193,5 +171,5 @@ def attention_without_weights():
     rng = check_rng()
     T, d = 4, 6
     X = rng.normal(size=(T, d)) * rng.uniform(0.3, 1.5, size=(T, 1))  # (T, d)
-    facts = {"T": T, "d": d, "column": f"({T}, 1)", "rows": f"({T},)"}
+    facts = {"T": T, "d": d}
     yield Case(f"attention_without_weights(X) for X of shape ({T}, {d})", (X,), facts=facts)

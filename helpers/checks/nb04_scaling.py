@@ -108,8 +108,12 @@ def _name_the_divisor(got, expected, case):
             "Read d_k from the size of the inputs, so that the scaling follows it",
             "fixed-number",
         )
-    known = {"the fourth root of d_k, a square root taken twice": 0.25, "√(2·d_k)": None}
-    names = [n for n, p in known.items() if np.allclose(divisors, [d**p if p else (2 * d) ** 0.5 for d in (16, 64)])]
+    known = {  # other divisors seen, named after the fact: (T_q, d_k) -> the divisor
+        "the fourth root of d_k, a square root taken twice": lambda T_q, d_k: d_k**0.25,
+        "the square root of the number of entries of Q, T_q·d_k": lambda T_q, d_k: (T_q * d_k) ** 0.5,
+        "√(2·d_k)": lambda T_q, d_k: (2 * d_k) ** 0.5,
+    }
+    names = [n for n, divisor in known.items() if np.allclose(divisors, [divisor(3, 16), divisor(2, 64)])]
     raise Mismatch(
         f"{what}: you divided every score by the same number, {c:.4g}{''.join(', ' + n for n in names[:1])}, not by "
         f"√d_k = {d_k**0.5:g}. d_k = {d_k} is the length of each query and key vector, the size of their last axis",
@@ -138,6 +142,7 @@ def _divisor(got, scores):
             d_k = Q.shape[-1]
             return {_SCALED}  # (T_q, d_k) @ (d_k, T_k) -> (T_q, T_k)
     """,
+    # a mistake with no message is named by _name_the_divisor, which names the number the scores were divided by
     mistakes=r"""
         divided-by-d-k: `Q @ K.T / np.sqrt(d_k)` → `Q @ K.T / d_k`
             {what}: you divided the scores by d_k = {d_k}; divide by its square root, √{d_k} = {root:g}. Dividing by d_k
@@ -158,8 +163,6 @@ def _divisor(got, scores):
             {what}: you divided by {T_k}, the number of keys (the rows of K); divide by √d_k, the square root of the
             length of each query and key vector: √{d_k} = {root:g}
         fixed-number: `Q @ K.T / np.sqrt(d_k)` → `Q @ K.T / 8`
-            {what}: you divided by 8 whatever the input; here d_k = {d_k}, so divide by √{d_k} = {root:g}. Read d_k from
-            the size of the inputs, so that the scaling follows it
         keys-as-rows: `Q @ K.T` → `K @ Q.T`
             {what} has shape ({T_k}, {T_q}), one row per key: you multiplied K by the transpose of Q. The rows are the
             queries: Q times the transpose of K, ({T_q}, {T_k})
@@ -175,9 +178,6 @@ def _divisor(got, scores):
             the power 1, then divided by 2 (a power comes before a division). Bracket the exponent, or take a square
             root: √{d_k} = {root:g}
         wrong-divisor: `Q @ K.T / np.sqrt(d_k)` → `Q @ K.T / np.sqrt(Q.size)`
-            {what}: you divided every score by the same number, {size_root:.4g}, the square root of the number of
-            entries of Q, T_q·d_k, not by √d_k = {root:g}. d_k = {d_k} is the length of each query and key vector, the
-            size of their last axis
         softmax-applied:
             `return Q @ K.T / np.sqrt(d_k)` → `e = np.exp(Q @ K.T / d_k**0.5)\n    return e / e.sum(-1, keepdims=True)`
             {what}: your scores are already weights (each row sums to 1). Return the scaled scores themselves; the
@@ -195,7 +195,7 @@ def scaled_scores():
     rng = check_rng()
     inputs = [(rng.normal(size=(T_q, d_k)), rng.normal(size=(T_k, d_k))) for T_q, T_k, d_k in ((3, 5, 16), (2, 6, 64))]
     Q, K = inputs[0]  # T_q, T_k, √d_k, d_k/2 all differ in each case; both are run at once, so a name fits both
-    facts = {"T_q": 3, "T_k": 5, "d_k": 16, "root": 4.0, "twice": 32, "half": 8.0, "size_root": np.sqrt(Q.size)}
+    facts = {"T_q": 3, "T_k": 5, "d_k": 16, "root": 4.0, "twice": 32, "half": 8.0}
     facts["raw"] = [Q @ K.T for Q, K in inputs]
     expected = tuple(Q @ K.T / np.sqrt(Q.shape[-1]) for Q, K in inputs)
     yield Case(_WHATS[0], facts=facts, expected=expected, run=lambda f: tuple(f(Q, K) for Q, K in inputs))

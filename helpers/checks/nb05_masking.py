@@ -125,6 +125,7 @@ _PLAIN = "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n    "
             total = e.sum(axis=-1, keepdims=True)
             return e / np.where(total > 0, total, 1)  # a fully masked row: 0 / 1 = 0, not 0 / 0
     """,
+    # a mistake with no message is named by the row softmax's family (_families.SOFTMAX_SAYS)
     mistakes=r"""
         finite-fill: `np.where(mask, scores, -np.inf)` → `np.where(mask, scores, -1e9)`
             {what}: the rows of sentence 1, whose keys are all masked, came out uniform, 0.25 on each of the 4 keys it
@@ -153,8 +154,6 @@ _PLAIN = "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n    "
             {what}: a blocked key got weight {blocked}. Every key where the mask is False must get exactly 0: its score
             becomes −∞ before the softmax
         wrong-axis: `axis=-1` → `axis=0`
-            {what}: you normalised each column (axis -2); the softmax runs along each row (the last axis): every query's
-            weights over the keys sum to 1
         max-over-blocked:
             def masked_softmax(scores, mask):
                 e = np.exp(scores - scores.max(axis=-1, keepdims=True)) * mask
@@ -167,9 +166,6 @@ _PLAIN = "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n    "
             {what}: your weights fall on exactly the keys the mask blocks, and the allowed keys get 0. In this workshop
             a mask's True means 'may attend' (some libraries use the opposite convention, True = blocked)
         max-as-a-row: `row_max = scores.max(axis=-1, keepdims=True)` → `row_max = scores.max(axis=-1)`
-            {what}: your row maxima, shape {rows}, were lined up with the columns (numpy lines shapes up from the
-            right), so row i's maximum was subtracted from column i. The matrix is square, so numpy did not complain;
-            keep them as a column, shape {column}, so that each acts on its own row
     """,
     families=_leaks,
     # the workshop's softmax already turns an all -inf row into zeros: that is the lesson, so write it
@@ -186,7 +182,7 @@ def masked_softmax():
     rng = check_rng()
     base = rng.normal(size=(4, 4)) * 2
     causal = np.tril(np.ones((4, 4), dtype=bool))
-    shapes = {"column": "(4, 1)", "rows": "(4,)", **_weights_facts(causal)}
+    shapes = _weights_facts(causal)
     for scores, what in (
         (base, "masked_softmax(scores, causal mask) for 4 tokens"),
         (base * 500, "masked_softmax(scores, causal mask) on scores of size about 1000"),
@@ -195,5 +191,5 @@ def masked_softmax():
     batch = rng.normal(size=(2, 3, 4))
     keys = (np.arange(4)[None, :] < np.array([3, 0])[:, None])[:, None, :]  # (2, 1, 4): sentence 1 is all padding
     what = "masked_softmax with a (2, 1, 4) padding mask where sentence 1 has no real token"
-    shapes = {"column": "(2, 3, 1)", "rows": "(2, 3)", **_weights_facts(keys)}
+    shapes = _weights_facts(keys)
     yield Case(what, (batch, keys), facts=shapes, expected=masked_softmax_loop(batch, keys))

@@ -51,6 +51,7 @@ def _loss_families(got, expected, case):
     "Subtract each row's largest logit before the exponential, so that logits in the hundreds cannot "
     "overflow; np.take_along_axis picks one entry per row.",
     solution=_LOSS_SOLUTION,
+    # no-max-shift has no message here: _loss_families names any loss that is not finite on large logits so
     mistakes=r"""
         targets-not-shifted: `logits[:, :-1]` → `logits`, `ids[:, 1:]` → `ids`
             {what} scored each position against its own word; position t has read that word already, its target is the
@@ -81,8 +82,6 @@ def _loss_families(got, expected, case):
         probabilities-not-logs: `z - np.log(np.exp(z).sum(` → `np.exp(z) / (np.exp(z).sum(`
             {what} averaged the probabilities of the targets; the loss averages minus their logarithms
         no-max-shift: `z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow` → ``
-            {what} gave a loss that is not a finite number: e to the power of a logit overflows to infinity above about
-            709. Subtract each row's largest logit before the exponential: the softmax, and so the loss, stays the same
         one-max-for-all: `z.max(axis=-1, keepdims=True)` → `z.max()`
             {what} gave {got}: you subtracted one largest logit for the whole array; in a row far below it every
             exponential underflows to 0, and log 0 is −∞. Subtract each row's own largest logit, the largest over its V
@@ -153,6 +152,7 @@ def _same_words(got, expected, case):
     "sharpens, above 1 it flattens; at 0 dividing is impossible, so the most likely word is taken "
     "directly. np.cumsum gives the running sums.",
     solution=_SAMPLE_SOLUTION,
+    # no-max-shift has no message here: any word but 2 for logits in the hundreds is named so (that case's says)
     mistakes=r"""
         always-greedy: `if temperature == 0:` → `if True:`
             {what} returned the most likely word, 2, every time: at a temperature above 0 the word is sampled, each with
@@ -184,9 +184,6 @@ def _same_words(got, expected, case):
             {what} gave different words for the same logits, temperature and u: the word must follow from u alone, the
             first at which the running sum of the probabilities passes it (u is the random number: draw no other)
         no-max-shift: `np.exp(z - z.max())` → `np.exp(z)`
-            {what} returned word {got:g}, but nearly all the probability is on word 2: the exponential of a logit above
-            about 709 overflows to infinity, and infinity over infinity is NaN. Subtract the largest scaled logit before
-            the exponential
         zero-temperature-divides: `if temperature == 0:` → `if False:`
             {what} returned word {got:g}, not the most likely word, 2. Temperature 0 is greedy; dividing the logits by 0
             gives infinities (and NaN probabilities), so temperature 0 has to be handled apart

@@ -148,7 +148,6 @@ _HEAD = """(logits, temperature, u):
 """
 # wrong answers that give the greedy word on some case but not on every one: none is "always greedy"
 NOT_ALWAYS_GREEDY = {
-    "unnormalised": _HEAD + '    return int(np.searchsorted(np.cumsum(np.exp(z - z.max())), u, side="right"))',
     "from the end": _HEAD + '    return int(len(p) - 1 - np.searchsorted(np.cumsum(p[::-1]), u, side="right"))',
     "one minus u": _HEAD + '    return int(np.searchsorted(np.cumsum(p), 1 - u, side="right"))',
     "sorted first": _HEAD + '    return int(np.searchsorted(np.cumsum(np.sort(p)[::-1]), u, side="right"))',
@@ -214,6 +213,7 @@ MESSAGES = {  # exercise -> mistake code -> words its message must hold
         "probabilities-not-logs": ["minus their logarithms"],
         "no-max-shift": ["overflows"],
         "one-max-for-all": ["underflows to 0", "log 0 is −∞"],
+        "every-word-averaged": ["all 7 words", "only the target's"],
     },
     "sample_next_word": {
         "always-greedy": ["every time"],
@@ -226,13 +226,14 @@ MESSAGES = {  # exercise -> mistake code -> words its message must hold
         "u-ignored": ["different words for the same"],
         "no-max-shift": ["overflows"],
         "zero-temperature-divides": ["dividing the logits by 0"],
+        "not-normalised": ["not divided by their sum", "add up to 1"],
     },
     "cached_attention_step": {
         "cache-not-appended": ["the cache you were given"],
         "own-key-left-out": ["the cached words only"],
-        "no-window": ["has 5 rows"],
+        "no-window": ["has 4 rows", "keep the latest 3"],
         "window-after-attending": ["cut first"],
-        "kept-oldest": ["kept the oldest 4 rows"],
+        "kept-oldest": ["kept the oldest 3 rows"],
         "new-row-first": ["the new word's row first"],
         "position-from-cache-length": ["its position in the text"],
         "no-square-root": ["√d = 2"],

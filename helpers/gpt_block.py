@@ -114,7 +114,7 @@ def feed_forward(params, x):
     """Two layers with a ReLU between, applied to every word alone.
 
     The original Transformer's ReLU, the cheapest: GPT-2 and BERT use GELU (08, 09), a smooth ReLU whose exact
-    form needs erf, which numpy lacks (with math.erf a training step of 11's model takes about four times as long).
+    form needs erf, which numpy lacks (09 computes it with a fitted approximation).
     Shapes: x (B, T, d) -> (B, T, d), and the hidden pre-activation a (B, T, d_ff).
     """
     a = x @ params["W_1"] + params["b_1"]  # (B, T, d) @ (d, d_ff) -> (B, T, d_ff)
@@ -140,39 +140,40 @@ def block(params, x, n_heads, *, window, start=0, norm="pre", residual=True, kv_
     post-LN (BERT):  x1 = LN1(x + attn(x));   x2 = LN2(x1 + ff(x1))
     residual=False drops the "x +" and "x1 +" (the branch's output replaces what was there).
     kv_cache: the layer's KVCache when x holds only the newest words (generation); see causal_self_attention.
-    Shapes: x (B, T, d_model) -> x2 (B, T, d_model), cache (what block_backward needs; cache["weights"]
-            (B, n_heads, T, T)).
+    Shapes: x (B, T, d_model) -> x2 (B, T, d_model), saved (what block_backward needs: the sublayers' inputs
+            and outputs, x, x1, ...; saved["weights"] (B, n_heads, T, T_k)).
     """
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
     keep = 1.0 if residual else 0.0
-    cache = {"x": x}
+    saved = {"x": x}
     h = named_layer_norm(params, "ln1", x) if norm == "pre" else x  # what the attention reads
-    cache["attention"] = _attend(params, h, n_heads, window, start, kv_cache)
-    delta, cache["weights"] = cache["attention"]["delta"], cache["attention"]["weights"]
+    saved["attention"] = _attend(params, h, n_heads, window, start, kv_cache)
+    delta, saved["weights"] = saved["attention"]["delta"], saved["attention"]["weights"]
     s1 = keep * x + delta  # (B, T, d)
     x1 = s1 if norm == "pre" else named_layer_norm(params, "ln1", s1)
     u = named_layer_norm(params, "ln2", x1) if norm == "pre" else x1  # what the feed-forward reads
-    f, cache["a"] = feed_forward(params, u)
+    f, saved["a"] = feed_forward(params, u)
     s2 = keep * x1 + f
-    cache.update(h=h, s1=s1, x1=x1, u=u, s2=s2)
-    return (s2 if norm == "pre" else named_layer_norm(params, "ln2", s2)), cache
+    saved.update(h=h, s1=s1, x1=x1, u=u, s2=s2)
+    return (s2 if norm == "pre" else named_layer_norm(params, "ln2", s2)), saved
 
 
-def block_backward(d_out, params, cache, n_heads, *, window, start=0, norm="pre", residual=True):
+def block_backward(d_out, params, saved, n_heads, *, window, start=0, norm="pre", residual=True):
     """Gradients of block's output w.r.t. its input x and its parameters, in reverse order of block.
 
-    Shapes: d_out (B, T, d_model) -> d_x (B, T, d_model), grads {name: like params[name]}.
+    saved: what block kept on the way forward. Shapes: d_out (B, T, d_model) -> d_x (B, T, d_model),
+    grads {name: like params[name]}.
     """
     keep, grads = (1.0 if residual else 0.0), {}
-    d_s2 = d_out if norm == "pre" else named_layer_norm_backward(d_out, params, "ln2", cache["s2"], grads)
-    d_u, ff_grads = feed_forward_backward(d_s2, params, cache["u"], cache["a"])
+    d_s2 = d_out if norm == "pre" else named_layer_norm_backward(d_out, params, "ln2", saved["s2"], grads)
+    d_u, ff_grads = feed_forward_backward(d_s2, params, saved["u"], saved["a"])
     grads.update(ff_grads)
-    d_x1 = keep * d_s2 + (named_layer_norm_backward(d_u, params, "ln2", cache["x1"], grads) if norm == "pre" else d_u)
-    d_s1 = d_x1 if norm == "pre" else named_layer_norm_backward(d_x1, params, "ln1", cache["s1"], grads)
+    d_x1 = keep * d_s2 + (named_layer_norm_backward(d_u, params, "ln2", saved["x1"], grads) if norm == "pre" else d_u)
+    d_s1 = d_x1 if norm == "pre" else named_layer_norm_backward(d_x1, params, "ln1", saved["s1"], grads)
     d_h, attention_grads = causal_self_attention_backward(
-        d_s1, params, cache["h"], n_heads, window=window, start=start, saved=cache["attention"]
+        d_s1, params, saved["h"], n_heads, window=window, start=start, saved=saved["attention"]
     )
     grads.update(attention_grads)
-    d_x = keep * d_s1 + (named_layer_norm_backward(d_h, params, "ln1", cache["x"], grads) if norm == "pre" else d_h)
+    d_x = keep * d_s1 + (named_layer_norm_backward(d_h, params, "ln1", saved["x"], grads) if norm == "pre" else d_h)
     return d_x, grads

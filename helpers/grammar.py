@@ -37,6 +37,9 @@ OPENINGS = ("today", "tonight")
 VOCAB = (PAD, MASK, "the", *OPENINGS, *ADJECTIVES, *PREPOSITIONS, *NOUNS, *VERBS)
 WORD_ID = {word: i for i, word in enumerate(VOCAB)}
 MAX_PHRASES_BEFORE, MAX_PHRASES_AFTER = 2, 1
+# how random_sentence draws: P(0, 1, 2 phrases between subject and verb), P(a phrase after the verb),
+# P(an opening word), P(an adjective in a noun phrase); every choice of word within its kind is uniform
+P_PHRASES_BEFORE, P_PHRASE_AFTER, P_OPENING, P_ADJECTIVE = (0.3, 0.4, 0.3), 0.4, 0.3, 0.5
 T_MAX = 1 + 3 + 4 * MAX_PHRASES_BEFORE + 1 + 4 * MAX_PHRASES_AFTER  # 17 words at most
 
 Sentence = namedtuple("Sentence", "words subject verb attractors")
@@ -45,7 +48,7 @@ Sentence.__doc__ = "words: tuple of str; subject, verb: their positions; attract
 
 def _noun_phrase(rng, noun):
     """'the [adjective] noun', the adjective present half the time."""
-    adjective = [ADJECTIVES[rng.integers(len(ADJECTIVES))]] if rng.random() < 0.5 else []
+    adjective = [ADJECTIVES[rng.integers(len(ADJECTIVES))]] if rng.random() < P_ADJECTIVE else []
     return ["the", *adjective, noun]
 
 
@@ -55,10 +58,10 @@ def random_sentence(rng=None):
     Shapes: -> Sentence(words tuple of 3..17 str, subject int, verb int, attractors tuple of int).
     """
     rng = as_rng(rng)
-    n_before = rng.choice(MAX_PHRASES_BEFORE + 1, p=[0.3, 0.4, 0.3])  # phrases between subject and verb
-    n_after = int(rng.random() < 0.4)
+    n_before = rng.choice(MAX_PHRASES_BEFORE + 1, p=P_PHRASES_BEFORE)  # phrases between subject and verb
+    n_after = int(rng.random() < P_PHRASE_AFTER)
     nouns = rng.permutation(NOUNS)[: 1 + n_before + n_after]  # different words: subject first
-    words = [OPENINGS[rng.integers(len(OPENINGS))]] if rng.random() < 0.3 else []
+    words = [OPENINGS[rng.integers(len(OPENINGS))]] if rng.random() < P_OPENING else []
     words += _noun_phrase(rng, nouns[0])
     subject, attractors = len(words) - 1, []
     for i, noun in enumerate(nouns[1:]):

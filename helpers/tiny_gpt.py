@@ -39,11 +39,10 @@ from helpers.transformer import (
 )
 
 # the model; training; writing; next_word.py's data helpers (one list would take a line per name)
-__all__ = ["Config", "parameter_shapes", "init_params", "forward_with_cache", "forward", "backward", "input_gradient"]
-__all__ += ["loss_and_grads", "train_next_word", "DEFAULT_STEPS", "train_default"]
-__all__ += ["span_needed", "next_logits", "generate"]
-__all__ += ["END", "VOCAB", "WORD_ID", "default_corpus", "encode", "next_word_distribution", "random_windows"]
-__all__ += ["sample", "stream"]
+__all__ = ["Config", "parameter_shapes", "init_params", "layer_params", "forward_and_saved", "forward", "backward"]
+__all__ += ["input_gradient", "loss_and_grads", "train_next_word", "DEFAULT_STEPS", "train_default", "span_needed"]
+__all__ += ["next_logits", "generate", "END", "VOCAB", "WORD_ID", "default_corpus", "encode", "random_windows"]
+__all__ += ["next_word_distribution", "sample", "stream"]
 
 
 @dataclass(frozen=True)
@@ -113,10 +112,15 @@ def init_params(config, rng=None):
     return params
 
 
-def _layer(params, layer):
-    """The parameters of one block, under the names gpt_block uses."""
+def layer_params(params, layer):
+    """The parameters of one block, under the names gpt_block uses ("0.W_q" -> "W_q" for layer 0)."""
     prefix = f"{layer}."
     return {name[len(prefix) :]: value for name, value in params.items() if name.startswith(prefix)}
+
+
+def _block_options(config, start):
+    """gpt_block.block's arguments for this model's blocks."""
+    return dict(n_heads=config.n_heads, window=config.context, start=start, norm=config.norm, residual=config.residual)
 
 
 def _check(params, config, ids):
@@ -127,31 +131,27 @@ def _check(params, config, ids):
     return ids
 
 
-def forward_with_cache(params, config, ids, start=0, kv_caches=None):
-    """forward, plus what backward needs (cache["weights"]: one (B, n_heads, T, T_k) array per layer).
+def forward_and_saved(params, config, ids, start=0, kv_caches=None):
+    """forward, and what backward needs: each block's inputs and outputs, each layer's attention weights.
 
-    kv_caches: one KVCache per layer holding the words before ids (generation), or None.
+    saved["blocks"]: what each block saved; saved["weights"]: one (B, n_heads, T, T_k) array per layer; saved["x"]:
+    the last block's output. kv_caches: one KVCache per layer holding the words before ids (generation), or None.
     """
     ids = _check(params, config, ids)
     x = params["E"][ids]  # (B, T) -> (B, T, d): one row of E per word; positions enter in the attention
-    cache = {"ids": ids, "blocks": [], "weights": []}
+    saved = {"ids": ids, "blocks": [], "weights": []}
     with blas_single_thread():  # small products: BLAS's own threads only slow them down, more so on a busy machine
         for layer in range(config.n_layers):
-            x, block_cache = block(
-                _layer(params, layer),
-                x,
-                config.n_heads,
-                window=config.context,
-                start=start,
-                norm=config.norm,
-                residual=config.residual,
-                kv_cache=None if kv_caches is None else kv_caches[layer],
-            )
-            cache["blocks"].append(block_cache)
-            cache["weights"].append(block_cache["weights"])
+            kv_cache = None if kv_caches is None else kv_caches[layer]
+            x, block_saved = block(layer_params(params, layer), x, **_block_options(config, start), kv_cache=kv_cache)
+            saved["blocks"].append(block_saved)
+            saved["weights"].append(block_saved["weights"])
         z = named_layer_norm(params, "ln_f", x) if config.norm == "pre" else x  # (B, T, d)
-        cache["x"], cache["z"] = x, z
-        return cache["z"] @ params["W_out"] + params["b_out"], cache  # (B, T, d) @ (d, V) -> (B, T, V)
+        saved["x"], saved["z"] = x, z
+        return z @ params["W_out"] + params["b_out"], saved  # (B, T, d) @ (d, V) -> (B, T, V)
+
+
+forward_with_cache = forward_and_saved  # its name in 0.2 ("cache" now means the KV cache only); kept through 0.3
 
 
 def forward(params, config, ids, start=0):
@@ -162,46 +162,40 @@ def forward(params, config, ids, start=0):
     config.context words.
     Shapes: ids int (B, T) -> logits (B, T, len(VOCAB)).
     """
-    return forward_with_cache(params, config, ids, start)[0]
+    return forward_and_saved(params, config, ids, start)[0]
 
 
-def _backward_to_input(d_logits, params, config, cache, start=0):
+def _backward_to_input(d_logits, params, config, saved, start=0):
     """Back from the logits to the first block's input: its gradient, and every parameter's but E's."""
     grads = {}
     with blas_single_thread():
-        d_z, grads["W_out"], grads["b_out"] = linear_backward(d_logits, cache["z"], params["W_out"], flatten=True)
-        d_x = named_layer_norm_backward(d_z, params, "ln_f", cache["x"], grads) if config.norm == "pre" else d_z
+        d_z, grads["W_out"], grads["b_out"] = linear_backward(d_logits, saved["z"], params["W_out"], flatten=True)
+        d_x = named_layer_norm_backward(d_z, params, "ln_f", saved["x"], grads) if config.norm == "pre" else d_z
         for layer in reversed(range(config.n_layers)):
+            layer_saved = saved["blocks"][layer]
             d_x, block_grads = block_backward(
-                d_x,
-                _layer(params, layer),
-                cache["blocks"][layer],
-                config.n_heads,
-                window=config.context,
-                start=start,
-                norm=config.norm,
-                residual=config.residual,
+                d_x, layer_params(params, layer), layer_saved, **_block_options(config, start)
             )
             grads.update({f"{layer}.{name}": g for name, g in block_grads.items()})
     return d_x, grads
 
 
-def backward(d_logits, params, config, cache, start=0):
+def backward(d_logits, params, config, saved, start=0):
     """Gradients of the loss w.r.t. every parameter, given its gradient w.r.t. the logits.
 
-    Shapes: d_logits (B, T, vocab) -> grads {name: like params[name]}.
+    saved: what forward_and_saved kept. Shapes: d_logits (B, T, vocab) -> grads {name: like params[name]}.
     """
-    d_x, grads = _backward_to_input(d_logits, params, config, cache, start)
-    grads["E"] = embed_backward(d_x, cache["ids"], config.vocab_size)  # (B, T, d) -> (vocab, d)
+    d_x, grads = _backward_to_input(d_logits, params, config, saved, start)
+    grads["E"] = embed_backward(d_x, saved["ids"], config.vocab_size)  # (B, T, d) -> (vocab, d)
     return grads
 
 
-def input_gradient(d_logits, params, config, cache, start=0):
+def input_gradient(d_logits, params, config, saved, start=0):
     """The gradient that reaches the first block: the loss's gradient w.r.t. the word vectors E[ids].
 
     Shapes: d_logits (B, T, vocab) -> (B, T, d_model).
     """
-    return _backward_to_input(d_logits, params, config, cache, start)[0]
+    return _backward_to_input(d_logits, params, config, saved, start)[0]
 
 
 def loss_and_grads(params, config, ids):
@@ -211,9 +205,9 @@ def loss_and_grads(params, config, ids):
     """
     ids = np.asarray(ids)
     inputs, targets = ids[:, :-1], ids[:, 1:]  # (B, T) each: the targets are the inputs shifted by one
-    logits, cache = forward_with_cache(params, config, inputs)
+    logits, saved = forward_and_saved(params, config, inputs)
     loss, d_logits = softmax_cross_entropy(logits, targets)
-    return float(loss), backward(d_logits, params, config, cache)
+    return float(loss), backward(d_logits, params, config, saved)
 
 
 def train_next_word(params, config, train_ids, *, steps=1000, batch_size=32, lr=1e-2, rng=None, callback=None):
@@ -266,21 +260,21 @@ def next_logits(params, config, ids, kv_caches=None, unseen=1):
     """
     if kv_caches is None:
         span = ids[-span_needed(config) :]  # the words before these change nothing (a sliding window)
-        logits, cache = forward_with_cache(params, config, np.asarray(span)[None], start=len(ids) - len(span))
+        logits, saved = forward_and_saved(params, config, np.asarray(span)[None], start=len(ids) - len(span))
     else:
-        logits, cache = forward_with_cache(
-            params, config, np.asarray(ids[-unseen:])[None], len(ids) - unseen, kv_caches
-        )
-    return logits[0, -1], [w[0, :, -1] for w in cache["weights"]]
+        logits, saved = forward_and_saved(params, config, np.asarray(ids[-unseen:])[None], len(ids) - unseen, kv_caches)
+    return logits[0, -1], [w[0, :, -1] for w in saved["weights"]]
 
 
-def generate(params, config, prompt, n_new, *, temperature=1.0, top_k=None, rng=None, cache=True):
+def generate(params, config, prompt, n_new, *, temperature=1.0, top_k=None, rng=None, kv_cache=True, cache=None):
     """The prompt's words, then n_new words the model writes one at a time, each sampled from its prediction.
 
     temperature=0 takes the most likely word (greedy); top_k keeps only the k most likely. Past
     config.context words the model keeps looking back over the latest context words only (a sliding
-    window in every layer), so it can write on forever; cache=True and cache=False compute the same.
-    rng: a seed or Generator (None: seed 0), one uniform number per word.
+    window in every layer), so it can write on forever. kv_cache=True keeps each layer's keys and values (10's
+    KVCache) and runs each new word alone; False reruns the words the next one depends on: the same words.
+    cache: kv_cache's name in 0.2, still taken (it wins when given) through 0.3. rng: a seed or Generator (None:
+    seed 0), one uniform number per word.
     Shapes: prompt a list of words -> a list of len(prompt) + n_new words.
     """
     ids = prompt_ids(prompt)
@@ -288,13 +282,11 @@ def generate(params, config, prompt, n_new, *, temperature=1.0, top_k=None, rng=
         raise ValueError(f"n_new must be an int >= 0, got {n_new!r}")
     check_sampling(temperature, top_k, config.vocab_size)
     rng = as_rng(rng)
-    kv_caches = [KVCache() for _ in range(config.n_layers)] if cache else None
+    kv_cache = kv_cache if cache is None else cache
+    kv_caches = [KVCache() for _ in range(config.n_layers)] if kv_cache else None
     unseen = len(ids)  # the prompt goes through the cached model at once, then one word at a time
     for _ in range(n_new):
         probs = next_word_distribution(next_logits(params, config, ids, kv_caches, unseen)[0], temperature, top_k)
         ids.append(int(np.argmax(probs)) if temperature == 0 else sample(probs, rng))
         unseen = 1
     return [VOCAB[i] for i in ids]
-
-
-train = train_next_word  # the name before issue 22 (it clashed with training.train and tiny_model.train)

@@ -19,6 +19,7 @@ NOTEBOOKS = {path.stem for path in (ROOT / "notebooks").glob("*.ipynb")}
 MACHINERY = {
     "helpers",
     "helpers.checks",
+    "helpers.board_report",
     "helpers.widgets",
     "helpers.environment",
     "helpers.plotting",

@@ -1,4 +1,4 @@
-"""The class board (deploy/board/) and the checks' reporter (helpers/checks/_report.py), without a hub.
+"""The class board (deploy/board/) and the checks' reporter (helpers/board_report.py), without a hub.
 
 The board's app runs here on tornado with a stand-in for the hub's OAuth (a token in the Authorization
 header names a user); `make class-test` runs it as a real JupyterHub service with real learners.
@@ -24,8 +24,8 @@ import tornado.httpserver
 import tornado.ioloop
 import tornado.web
 
+from helpers import board_report as _report
 from helpers import checks
-from helpers.checks import _report
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "deploy" / "board"))

@@ -120,6 +120,26 @@ def test_each_mistake_gets_its_own_message(name, code, capsys):
     assert line is None, f"{name} {code}: the message gives away the solution's line {line!r}:\n{printed}"
 
 
+WAYS = [(name, i) for name in NAMES for i in range(len(checks.EXERCISES[name].ways))]
+
+
+@pytest.mark.parametrize("name, i", WAYS, ids=[f"{n}-{checks.EXERCISES[n].ways[i].code}-{i}" for n, i in WAYS])
+def test_every_way_of_making_a_mistake_is_named_in_words_and_shapes(name, i, capsys):
+    """Each registered way (a code may have several) gets its code, and its message, past the call it names, has
+    no code: the words of messages kept as data are read here, as the check prints them."""
+    ex = checks.EXERCISES[name]
+    way = ex.ways[i]
+    if not hasattr(ex.check, "cases"):
+        pytest.skip("a check written as a function of the answer: its messages are literals, read as text")
+    result, printed = run_check(name, define(way.source, name), capsys)
+    assert result.mistake == way.code, f"{name}: way {i} of {way.code!r} was named {result.mistake!r}:\n{printed}"
+    message = result.message.splitlines()[0].removeprefix(f"✗ {name}: ")
+    said = message
+    for what in sorted((case.what for case in getattr(ex.check, "cases", list)()), key=len, reverse=True):
+        said = said.replace(what, "")  # the call the message names is the only code it may hold
+    assert code_in(said) is None, f"{name} {way.code}: the message has code, {code_in(said)}: {said}"
+
+
 def _function_names():
     """Every public helpers function with an underscore in its name, and every exercise's function."""
     found = set(checks.EXERCISES)
@@ -165,10 +185,19 @@ def test_hints_describe_without_code(name):
 
 @pytest.mark.parametrize("path", CHECK_MODULES, ids=[p.name for p in CHECK_MODULES])
 def test_messages_are_words_and_shapes_with_a_code(path):
-    """Every Mismatch written in the checks: its text has no code (placeholders aside) and it names its mistake."""
+    """Every Mismatch written in the checks: its text has no code (placeholders aside) and it names its mistake.
+
+    An exercise module writes each message as a literal or f-string, so it can be read here; the engine raises
+    messages kept as data too (the registered mistakes', the families' tables), which the test above reads.
+    """
     for line, text, code in mismatch_messages(path):
-        assert text is not None, f"{path.name}:{line}: write the message as a literal or f-string, so it can be read"
-        assert code_in(text) is None, f"{path.name}:{line}: the message has code, {code_in(text)}: {text}"
+        if path.name.startswith("nb"):
+            assert text is not None, (
+                f"{path.name}:{line}: write the message as a literal or f-string, so it can be read"
+            )
+        assert text is None or code_in(text) is None, (
+            f"{path.name}:{line}: the message has code, {code_in(text)}: {text}"
+        )
         assert code is not None, f"{path.name}:{line}: give the Mismatch a mistake code"
 
 
@@ -422,7 +451,7 @@ def test_expect_close_accepts_a_right_answer_in_float32_or_float16():
     checks.expect_close(in_float32, expected, "x")
     checks.expect_close(expected.astype(np.float16), expected, "x")
     with pytest.raises(checks.Mismatch, match="differs"):  # a wrong float32 answer is still wrong
-        checks.expect_close((expected * 1.01).astype(np.float32), expected, "x")
+        checks.expect_close((expected + 0.01).astype(np.float32), expected, "x")
 
 
 def test_as_array_names_a_tuple_of_arrays():
@@ -434,7 +463,7 @@ def test_as_array_names_a_tuple_of_arrays():
 def test_expect_close_messages():
     checks.expect_close([1.0, 2.0], [1.0, 2.0 + 1e-9], "x")  # within tolerance: no error
     with pytest.raises(checks.Mismatch, match=r"x has shape \(3,\), expected \(2,\)"):
-        checks.expect_close([1.0, 2.0, 3.0], [1.0, 2.0], "x")
+        checks.expect_close([4.0, 5.0, 6.0], [1.0, 2.0], "x")
     with pytest.raises(checks.Mismatch, match=r"x differs .* at index \(1,\): got 5, expected 2"):
         checks.expect_close([1.0, 5.0], [1.0, 2.0], "x")
     with pytest.raises(checks.Mismatch, match="x contains NaN"):
@@ -598,3 +627,197 @@ def test_progress_shows_the_latest_verdict_of_each_exercise(capsys):
     assert "01_embeddings: " in capsys.readouterr().out
     checks.progress("99_nothing")
     assert "No exercises for '99_nothing'" in capsys.readouterr().out
+
+
+# --- families: mistakes named by a property of the answer, not one by one --------------------------
+
+SOLUTIONS = {name: ex.solution for name, ex in checks.EXERCISES.items()}
+UNREGISTERED = [  # wrong answers no exercise registers, each named by its family: (exercise, change, code, words)
+    (
+        "next_word_loss",
+        ("return -picked.mean()", "return -picked.mean() / np.log(2)"),
+        "scaled-by-a-constant",
+        "divided by ln 2 = 0.6931: a logarithm in base 2 (bits)",
+    ),
+    (
+        "next_word_loss",
+        ("return -picked.mean()", "return -picked.sum() / ids.shape[1]"),
+        "scaled-by-a-constant",
+        "a division by T where B·(T − 1) belongs",
+    ),
+    (
+        "next_word_loss",
+        ("logits[:, :-1]", "logits[:, :-2]"),
+        "another-shift",
+        "scored against the word 2 places after it",
+    ),
+    (
+        "kv_cache_step",
+        ("return K, V, weights @ V", "return K, V, weights @ K"),
+        "wrong-array-weighted",
+        "mixes the rows of the keys K with the attention weights",
+    ),
+    (
+        "cached_attention_step",
+        ("return weights @ V, K, V", "return weights @ K, K, V"),
+        "wrong-array-weighted",
+        "mixes the rows of the keys K",
+    ),
+    (
+        "cached_attention_step",
+        ("np.sqrt(len(q))", "np.sqrt(window)"),
+        "scores-scaled-wrongly",
+        "divided by √window = √3",
+    ),
+    (
+        "multi_head_cross_attention",
+        ("/ np.sqrt(d_head)", "* np.sqrt(d_head)"),
+        "scores-scaled-wrongly",
+        "multiplied by √d_head",
+    ),
+    (
+        "nearest_neighbours",
+        ("np.argsort(-cosines)[:k]", "np.argsort(-cosines)[1:k + 1]"),
+        "shifted-along-an-axis",
+        "the right entry of place i + 1",
+    ),
+    ("similarity_matrix", ("return X @ X.T", "return 2 * X @ X.T"), "scaled-by-a-constant", "times 2"),
+    ("attention_row", ("e / e.sum()", "e / e.sum() / 2"), "not-a-distribution", "sums to 0.5, not 1"),
+]
+
+
+@pytest.mark.parametrize(
+    "name, change, code, words", UNREGISTERED, ids=[f"{n}-{c}-{i}" for i, (n, _, c, _) in enumerate(UNREGISTERED)]
+)
+def test_a_wrong_answer_no_exercise_registers_is_named_by_its_family(name, change, code, words, capsys):
+    if change[0] == "logits[:, :-1]":  # shifted by two words: the targets two places on too
+        change = [change, ("ids[:, 1:]", "ids[:, 2:]")]
+    else:
+        change = [change]
+    result, printed = run_check(name, define(checks.edited(SOLUTIONS[name], *change), name), capsys)
+    assert result.mistake == code and words in printed, printed
+
+
+def test_the_families_name_arrays_by_their_property():
+    from helpers.checks import _families as families
+
+    right = np.array([[3.0, 1.0, 4.0, 1.5], [5.0, 9.0, 2.0, 6.0], [5.5, 3.5, 8.0, 9.7]])
+    with pytest.raises(checks.Mismatch, match=r"axes 0 and 1 exchanged \(shape \(4, 3\), expected \(3, 4\)\)"):
+        families.axes_exchanged(right.T, right, "x")
+    with pytest.raises(checks.Mismatch, match="moved 1 place along axis 1 .*place i − 1"):
+        families.shifted_along_an_axis(np.roll(right, 1, axis=1), right, "x")
+    with pytest.raises(
+        checks.Mismatch, match="3 places along axis 1 where 4 are expected: the right ones, without the first one"
+    ):
+        families.shifted_along_an_axis(right[:, 1:], right, "x")
+    with pytest.raises(checks.Mismatch, match="every entry the right one times 1.5, the same factor"):
+        families.scaled_by_a_constant(1.5 * right, right, "x")
+    with pytest.raises(checks.Mismatch, match="the right value, 2, times T = 6: a sum over those 6"):
+        families.scaled_by_a_constant(np.array(12.0), np.array(2.0), "x", {"T": 6})
+    families.scaled_by_a_constant(np.array(12.5), np.array(2.0), "x", {"T": 6})  # a number by no named factor
+    with pytest.raises(checks.Mismatch, match="row 1 sums to 2, not 1"):
+        families.not_a_distribution(np.array([[0.5, 0.5], [1.0, 1.0]]), np.ones((2, 2)) / 2, "x", ": weights")
+    rows = np.array([True, False])
+    families.not_a_distribution(np.array([[0.5, 0.5], [0.0, 0.0]]), np.ones((2, 2)) / 2, "x", ": weights", where=rows)
+    for answer in (right + 1, right[::-1]):  # neither scaled, shifted nor transposed: no family
+        for family in (families.axes_exchanged, families.shifted_along_an_axis, families.scaled_by_a_constant):
+            family(answer, right, "x")
+
+
+# --- the engine: a check as cases and a table of mistakes; the hooks a verdict is handed to ------------------
+
+
+def test_every_exercise_is_in_the_notebook_its_module_names():
+    for name, ex in checks.EXERCISES.items():
+        module = ex.check._cases.__module__ if hasattr(ex.check, "cases") else ex.check.__module__
+        assert module == f"helpers.checks.nb{ex.notebook}", name
+
+
+def test_an_exercise_written_as_cases_names_each_mistake_from_its_table(capsys):
+    def mix():  # the cases its answer is called on
+        rng = np.random.default_rng(0)
+        yield checks.Case(
+            "mix(weights, V) for weights (3, 3)", (rng.random((3, 3)), rng.normal(size=(3, 4))), facts={"k": 3}
+        )
+
+    mix.__module__ = "tests.nb99_scratch"
+    checks.exercise(
+        hint="h",
+        hint2="h2",
+        solution="def mix(weights, V):\n    return weights @ V\n",
+        combine=2,
+        mistakes=r"""
+            transposed: `weights @ V` → `weights.T @ V`
+                {what}: the columns of the weights mixed the values
+            doubled: `return ` → `return 2 * `
+                {what}: twice the values, over {k} keys
+            halved: `weights @ V` → `weights @ V / 2`
+                {what}: half
+            broadcast: `weights @ V` → `weights * V.T`
+                {what}: entry by entry
+        """,
+    )(mix)
+    try:
+        ex = checks.EXERCISES["mix"]
+        assert ex.notebook == "99_scratch" and list(ex.mistakes) == ["transposed", "doubled", "halved", "broadcast"]
+        assert checks.mix(lambda w, V: w @ V)
+        result = checks.mix(lambda w, V: 2 * (w @ V))
+        assert result.mistake == "doubled" and "twice the values, over 3 keys" in result.message
+        result = checks.mix(lambda w, V: w * V.T)  # a crash, the same as the registered one's: named by it
+        assert result.mistake == "broadcast" and "entry by entry" in result.message
+        result = checks.mix(lambda w, V: 2 * (w.T @ V))  # two registered mistakes at once: both named
+        assert (
+            result.mistake == "transposed" and "mixed the values; and twice the values, over 3 keys" in result.message
+        )
+        result = checks.mix(lambda w, V: 3 * (w @ V))  # none of them: the families, then the generic comparison
+        assert result.mistake == "scaled-by-a-constant"
+    finally:
+        checks.EXERCISES.pop("mix")
+        _core.LATEST.pop("mix", None)
+    capsys.readouterr()
+
+
+def test_every_verdict_is_handed_to_the_hooks_and_a_hook_never_stops_a_check(capsys):
+    seen = []
+
+    def hook(exercise, verdict, mistake, message):
+        seen.append((exercise, verdict, mistake, message.splitlines()[0]))
+
+    def broken(*args):
+        raise RuntimeError("the board is down")
+
+    name = NAMES[0]
+    try:
+        assert checks.on_verdict(hook) is hook and checks.on_verdict(hook) is hook  # registered once
+        checks.on_verdict(broken)
+        result = getattr(checks, name)(define(checks.EXERCISES[name].wrong, name))
+        assert seen == [(name, checks.INCORRECT, result.mistake, result.message.splitlines()[0])]
+        checks.reporting(False)
+        getattr(checks, name)(define(checks.EXERCISES[name].solution, name))
+        assert len(seen) == 1  # switched off: nothing handed over
+        checks.reporting(True)
+        getattr(checks, name)(define(checks.EXERCISES[name].solution, name))
+        assert seen[-1][:3] == (name, checks.CORRECT, None)
+        with pytest.raises(TypeError, match="True or False"):
+            checks.reporting("no")
+    finally:
+        _core.HOOKS.remove(hook)
+        _core.HOOKS.remove(broken)
+        _core.REPORTING["on"] = True
+    capsys.readouterr()
+    checks.reporting()
+    assert "Reporting to the class board: no board here" in capsys.readouterr().out
+
+
+def test_a_hub_names_the_board_reporter_and_the_checks_install_it():
+    import os
+    import subprocess
+    import sys
+
+    code = "from helpers import checks; from helpers.checks import _core; print([h.__module__ for h in _core.HOOKS])"
+    env = {**os.environ, "WORKSHOP_CHECK_HOOKS": "helpers.board_report, no.such.module"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "['helpers.board_report']"  # a hook module that cannot load is left out, quietly
+    env.pop("WORKSHOP_CHECK_HOOKS")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"  # off a hub: the engine knows of no board

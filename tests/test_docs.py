@@ -138,7 +138,8 @@ def test_the_guide_has_every_example():
 
 def run_with_the_example_registered(code):
     """Run `code` in a fresh Python where the guide's check is registered (and nothing else changed)."""
-    register = f"exec(compile({examples()['check']!r}, 'guide', 'exec'))\n"
+    # as if it were helpers/checks/nb03_queries_keys_values.py, whose name gives the exercise's notebook
+    register = f"exec(compile({examples()['check']!r}, 'guide', 'exec'), {{'__name__': 'nb03_queries_keys_values'}})\n"
     script = "import sys\n" + register + code
     return subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=300)
 

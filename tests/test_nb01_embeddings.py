@@ -155,7 +155,7 @@ def test_nearest_neighbours_reports_the_shape_it_was_given():
     result = checks.nearest_neighbours(lambda v, table, k: np.argmax(cosines(v, table)))
     assert result.mistake == "wrong-shape" and "has shape (), expected (5,)" in result.message
     result = checks.nearest_neighbours(lambda v, table, k: np.argsort(-cosines(v, table))[:k].astype(float))
-    assert result.mistake == "not-an-array" and "the right row numbers, but as floats" in result.message
+    assert result.mistake == "not-an-array" and "the right numbers, but as floats" in result.message
     assert checks.nearest_neighbours(lambda v, table, k: np.argsort(-cosines(v, table))[:k, None])
     assert checks.nearest_neighbours(lambda v, table, k: np.argsort(-cosines(v, table))[None, :k])
 

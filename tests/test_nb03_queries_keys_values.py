@@ -62,7 +62,8 @@ def test_qkv_check_counts_what_came_back():
     from helpers import checks
 
     result = checks.qkv_scores(lambda X, W_q, W_k, W_v: (X @ W_q, X @ W_k, X @ W_v))
-    assert result.mistake == "not-four-things" and "returned 3 things" in result.message
+    assert result.mistake == "wrong-shape" and "should return 4 things, (Q, K, V, the scores)" in result.message
+    assert "returned 3 things" in result.message
 
 
 def test_softmax_backward_names_a_dropped_axis_in_a_batch():

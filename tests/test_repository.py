@@ -214,13 +214,15 @@ def test_tiny_gpt_matches_the_contract():
     assert list(inspect.signature(tiny_gpt.forward).parameters)[:3] == ["params", "config", "ids"]
     params = inspect.signature(tiny_gpt.generate).parameters
     assert list(params)[:4] == ["params", "config", "prompt", "n_new"]
-    assert {name: params[name].default for name in ("temperature", "top_k", "rng", "cache")} == {
+    keywords = ("temperature", "top_k", "rng", "kv_cache", "cache")  # cache: kv_cache's name in 0.2, still taken
+    assert {name: params[name].default for name in keywords} == {
         "temperature": 1.0,
         "top_k": None,
         "rng": None,
-        "cache": True,
+        "kv_cache": True,
+        "cache": None,
     }
-    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in ("temperature", "top_k", "rng", "cache"))
+    assert all(params[name].kind is inspect.Parameter.KEYWORD_ONLY for name in keywords)
 
 
 def test_a_too_old_numpy_gets_a_clear_message_with_the_fix():

@@ -136,11 +136,11 @@ def test_feed_forward_backward_matches_finite_differences(rng):
 @pytest.mark.parametrize("residual", [True, False])
 def test_block_backward_matches_finite_differences(rng, norm, residual):
     config = tg.Config(d_model=8, n_heads=2, n_layers=1, d_ff=12, context=3, norm=norm, residual=residual)
-    params = tg._layer(noisy_params(config, rng), 0)
+    params = tg.layer_params(noisy_params(config, rng), 0)
     x, d_out = rng.normal(size=(2, 5, 8)), rng.normal(size=(2, 5, 8))
     kwargs = dict(window=3, start=2, norm=norm, residual=residual)
-    _, cache = gb.block(params, x, 2, **kwargs)
-    d_x, grads = gb.block_backward(d_out, params, cache, 2, **kwargs)
+    _, saved = gb.block(params, x, 2, **kwargs)
+    d_x, grads = gb.block_backward(d_out, params, saved, 2, **kwargs)
     everything = {**params, "x": x}
     assert (
         worst_gradient_error(
@@ -187,12 +187,12 @@ def test_the_whole_models_gradient_matches_finite_differences(rng, config):
 def test_input_gradient_is_what_reaches_the_word_vectors(rng):
     params = noisy_params(SMALL, rng)
     ids = rng.integers(SMALL.vocab_size, size=(2, 6))
-    logits, cache = tg.forward_with_cache(params, SMALL, ids[:, :-1])
+    logits, saved = tg.forward_and_saved(params, SMALL, ids[:, :-1])
     d_logits = rng.normal(size=logits.shape)
-    d_x = tg.input_gradient(d_logits, params, SMALL, cache)
+    d_x = tg.input_gradient(d_logits, params, SMALL, saved)
     expected = np.zeros_like(params["E"])
     np.add.at(expected, ids[:, :-1], d_x)
-    assert np.allclose(tg.backward(d_logits, params, SMALL, cache)["E"], expected)
+    assert np.allclose(tg.backward(d_logits, params, SMALL, saved)["E"], expected)
 
 
 def test_forward_is_causal_exactly(rng):
@@ -212,10 +212,10 @@ def test_forward_with_kv_caches_equals_forward_without(rng):
     ids = rng.integers(SMALL.vocab_size, size=(1, 14))
     whole = tg.forward(params, SMALL, ids)
     caches = [KVCache() for _ in range(SMALL.n_layers)]
-    first = tg.forward_with_cache(params, SMALL, ids[:, :3], 0, caches)[0]
+    first = tg.forward_and_saved(params, SMALL, ids[:, :3], 0, caches)[0]
     rows = [first[0, t] for t in range(3)]
     for t in range(3, 14):
-        rows.append(tg.forward_with_cache(params, SMALL, ids[:, t : t + 1], t, caches)[0][0, 0])
+        rows.append(tg.forward_and_saved(params, SMALL, ids[:, t : t + 1], t, caches)[0][0, 0])
         assert all(len(c) <= SMALL.context for c in caches)
     assert np.allclose(np.array(rows), whole[0], atol=1e-12)
 
@@ -261,8 +261,8 @@ def test_generate_with_and_without_the_cache_writes_the_same_words_past_the_cont
 ):
     params, config = small_model
     prompt = ["."]
-    cached = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed, cache=True)
-    recomputed = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed, cache=False)
+    cached = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed, kv_cache=True)
+    recomputed = tg.generate(params, config, prompt, 60, temperature=temperature, top_k=top_k, rng=seed, kv_cache=False)
     assert cached == recomputed
     assert len(cached) == 61 and cached[0] == "." and set(cached) <= set(tg.VOCAB)
     assert 60 > tg.span_needed(config)  # the test runs past what the window looks back over
@@ -274,7 +274,7 @@ def test_generate_with_a_long_prompt_caches_all_of_it_and_writes_the_same_words(
     assert len(prompt) > tg.span_needed(config)
     for seed in range(3):
         cached = tg.generate(params, config, prompt, 30, rng=seed)
-        assert cached == tg.generate(params, config, prompt, 30, rng=seed, cache=False)
+        assert cached == tg.generate(params, config, prompt, 30, rng=seed, kv_cache=False)
 
 
 def test_the_caches_hold_what_the_next_word_needs_and_their_storage_never_grows_past_the_context(small_model):
@@ -286,6 +286,20 @@ def test_the_caches_hold_what_the_next_word_needs_and_their_storage_never_grows_
         assert [(len(c), c.capacity) for c in caches] == [(config.context - 1, config.context)] * config.n_layers
         ids.append(word)
         tg.next_logits(params, config, ids, caches, unseen=1)
+
+
+def test_the_names_of_0_2_still_work(small_model, monkeypatch):
+    """generate(cache=...) and forward_with_cache, kv_cache's and forward_and_saved's names in 0.2."""
+    params, config = small_model
+    assert tg.forward_with_cache is tg.forward_and_saved and "forward_with_cache" not in tg.__all__
+    calls = []
+    monkeypatch.setattr(tg, "KVCache", lambda: calls.append(1) or KVCache())  # counts the caches generate makes
+    for cache in (True, False):
+        words = tg.generate(params, config, ["."], 12, rng=3, cache=cache)
+        assert words == tg.generate(params, config, ["."], 12, rng=3, kv_cache=cache)
+    assert len(calls) == 2 * config.n_layers  # cache=True and kv_cache=True made them, the False ones none
+    tg.generate(params, config, ["."], 2, kv_cache=True, cache=False)  # cache, when given, wins
+    assert len(calls) == 2 * config.n_layers
 
 
 def test_generate_is_repeatable_and_greedy_at_temperature_0(small_model):

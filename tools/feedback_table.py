@@ -52,14 +52,20 @@ def generate():
         "# Exercise feedback, as the learner reads it",
         "",
         f"This page is generated: `{COMMAND}` (or `make api-docs`) writes it from the checks themselves, "
-        "running each exercise's check on each of its registered wrong answers. Do not edit it by hand. "
+        "running each exercise's check on each of its registered wrong answers (a mistake may be made in several "
+        "ways, each named by its own message). Do not edit it by hand. "
         "A wrong answer gets ✗ and one of these messages, then a line pointing to `checks.hint(name)`; "
         "asked twice, `checks.hint` gives the second hint; `checks.solution(name)` gives the code, the only "
         "place that has any ([adding-an-exercise.md](adding-an-exercise.md)). A mistake the check does "
-        "not recognise gets the generic comparison (shape, NaN, or the first entry that differs).",
+        "not register may still be named by its family (every entry off by one factor, the right numbers "
+        "shifted along an axis or with two axes exchanged, attention weights applied to the wrong array, "
+        "scores scaled by the wrong size, rows that should sum to 1 and do not: `helpers/checks/_families.py`) or, "
+        "when it makes two registered mistakes at once, by both their messages; "
+        "else it gets the generic comparison (shape, NaN, or the entry that differs most).",
         "",
         f"{len(checks.EXERCISES)} exercises, "
-        f"{sum(len(ex.mistakes) for ex in checks.EXERCISES.values())} registered mistakes.",
+        f"{sum(len(ex.mistakes) for ex in checks.EXERCISES.values())} registered mistakes, "
+        f"{sum(len(ex.ways) for ex in checks.EXERCISES.values())} ways of making them.",
         "",
     ]
     notebook = None
@@ -76,10 +82,12 @@ def generate():
             "| mistake | message |",
             "|---|---|",
         ]
-        for code, source in ex.mistakes.items():
-            message, named = message_of(name, source)
-            shown = message if named == code else f"(named `{named}`, not `{code}`) {message}"
-            lines.append(f"| `{code}` | {cell(shown)} |")
+        seen = set()
+        for way in ex.ways:  # a code may have several ways, each with its message
+            message, named = message_of(name, way.source)
+            shown = message if named == way.code else f"(named `{named}`, not `{way.code}`) {message}"
+            lines.append(f"| `{way.code}`{' (another way)' * (way.code in seen)} | {cell(shown)} |")
+            seen.add(way.code)
         lines.append("")
     return "\n".join(lines)
 

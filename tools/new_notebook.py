@@ -104,51 +104,35 @@ CHECKS = '''
 
     import numpy as np
 
-    from helpers.checks._core import Mismatch, as_array, call, check_rng, exercise, expect_close
+    from helpers.checks._core import Case, check_rng, exercise
 
 
     @exercise(
-        notebook="__STEM__",
         hint="Output row i is the average of the value rows, weighted by row i of the weights. For all the "
-             "queries at once that is one matrix product.",
-        hint2="The weights are (T_q, T_k) and the values (T_k, d_v): the product's inner axis is the keys, "
-              "so each output row is a weighted sum over the keys, and the result is (T_q, d_v).",
+        "queries at once that is one matrix product.",
+        hint2="The weights are (T_q, T_k) and the values (T_k, d_v): the product's inner axis is the keys, so each "
+        "output row is a weighted sum over the keys, and the result is (T_q, d_v).",
         solution="""
             def __EXERCISE__(weights, V):
                 return weights @ V  # (T_q, T_k) @ (T_k, d_v) -> (T_q, d_v)
         """,
-        mistakes={
-            "transposed": """
-                def __EXERCISE__(weights, V):
-                    return weights.T @ V  # the columns of weights: the right shape only when T_q == T_k
-            """,
-            "plain-mean": """
-                def __EXERCISE__(weights, V):
-                    return np.broadcast_to(V.mean(axis=0), (weights.shape[0], V.shape[1]))
-            """,
-            "elementwise": """
-                def __EXERCISE__(weights, V):
-                    return weights * V  # runs only when the shapes happen to agree
-            """,
-        },
+        mistakes=r"""
+            transposed: `weights @ V` → `weights.T @ V`
+                {what} averages with the columns of weights: row i of weights holds query i's weights, so output
+                row i is the values weighted by row i
+            plain-mean: `weights @ V` → `np.broadcast_to(V.mean(axis=0), (len(weights), V.shape[1]))`
+                {what} gave every query the plain mean of the values: weigh value j by query i's weight for key j
+            elementwise: `weights @ V` → `weights * V`
+                {what} multiplied the weights and the values entry by entry; mixing sums over the keys: a matrix
+                product, (T_q, T_k) times (T_k, d_v)
+        """,
     )
-    def __EXERCISE__(answer):
+    def __EXERCISE__():
         rng = check_rng()
-        for T_q, T_k, d_v in ((3, 3, 3), (4, 4, 5), (2, 6, 3)):
+        for T_q, T_k, d_v in ((3, 3, 2), (2, 6, 3)):  # a square case first, where the transpose runs
             weights = rng.dirichlet(np.ones(T_k), size=T_q)  # (T_q, T_k): each row sums to 1
             V = rng.normal(size=(T_k, d_v))  # (T_k, d_v)
-            what = f"__EXERCISE__(weights, V) for weights {weights.shape} and V {V.shape}"
-            got = as_array(call(answer, weights, V), what)
-            if T_q == T_k and got.shape == (T_q, d_v) and np.allclose(got, weights.T @ V):
-                raise Mismatch(f"{what} averages with the columns of weights: row i of weights holds query i's "
-                               "weights, so output row i is the values weighted by row i", "transposed")
-            if T_k == d_v and got.shape == (T_q, d_v) and np.allclose(got, weights * V):
-                raise Mismatch(f"{what} multiplied the weights and the values entry by entry; mixing sums over "
-                               "the keys: a matrix product, (T_q, T_k) times (T_k, d_v)", "elementwise")
-            if got.shape[-1:] == (d_v,) and np.allclose(got, V.mean(axis=0)):
-                raise Mismatch(f"{what} gave every query the plain mean of the values: weigh value j by query "
-                               "i's weight for key j", "plain-mean")
-            expect_close(got, weights @ V, what)
+            yield Case(f"__EXERCISE__(weights, V) for weights {weights.shape} and V {V.shape}", (weights, V))
 '''
 
 WIDGETS = '''

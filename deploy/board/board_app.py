@@ -2,7 +2,7 @@
 
 JupyterHub starts it (deploy/board/jupyterhub_config_board.py is the hub's configuration for it) and
 protects it with the hub's OAuth. Learners' checks POST their verdicts to {prefix}api/verdicts with
-their server's token (helpers/checks/_report.py); members of the instructors' group and the hub's
+their server's token (helpers/board_report.py); members of the instructors' group and the hub's
 admins open {prefix} in a browser: a grid of learners x exercises, how many are done / stuck / not
 started, the most common mistakes. Everything is kept in board.sqlite in the working folder.
 

@@ -1,7 +1,7 @@
 """The class board's data: what a post may hold, the SQLite store, and the board the page draws.
 
 Standard library only (the app around it, board_app.py, adds tornado and JupyterHub's OAuth).
-A post is {"exercise", "verdict", "mistake", "message"} from a learner's check (helpers/checks/_report.py);
+A post is {"exercise", "verdict", "mistake", "message"} from a learner's check (helpers/board_report.py);
 who sent it is the hub user its token belongs to, never a field of the body.
 """
 

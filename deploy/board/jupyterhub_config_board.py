@@ -58,6 +58,9 @@ c.JupyterHub.load_roles.extend(
 )
 # the token in each learner's server (and its kernels) may post to the board, and nothing more than before
 c.Spawner.server_token_scopes = ["users:activity!user", "access:servers!server", "access:services!service=board"]
-# where the checks in a learner's kernel send their verdicts (helpers/checks/_report.py): the board's own
-# address, which the learners' servers reach directly on this machine
-c.Spawner.environment.update({"WORKSHOP_BOARD_URL": f"{board_url}/services/board/"})
+# the checks in a learner's kernel hand each verdict to helpers.board_report, which helpers.checks imports
+# because WORKSHOP_CHECK_HOOKS names it; it sends them to the board's own address, which the learners'
+# servers reach directly on this machine
+c.Spawner.environment.update(
+    {"WORKSHOP_BOARD_URL": f"{board_url}/services/board/", "WORKSHOP_CHECK_HOOKS": "helpers.board_report"}
+)

@@ -1,29 +1,27 @@
-"""The checks' engine: verdicts, the registry, `call`, `expect_*`, hints and solution.
+"""The checks' engine: the registry, verdicts, hints and solution, and the hooks every verdict is handed to.
 
-A check never raises: ✓ correct / ✗ what is wrong, in words and shapes / · not attempted.
-Adding an exercise: in the notebook's module (helpers/checks/nbNN_name.py) write a function
-that takes the learner's answer and raises `Mismatch(message, code)` (or lets `expect_close` /
-`expect_equal` / `call` raise it) when it is wrong, and decorate it with `@exercise(notebook=...,
-hint=..., hint2=..., solution=..., mistakes={code: source})`. `solution` and each mistake are
-source code defining the learner's function; the tests run every exercise's check on all of
-them (each mistake must get its own code), on an untouched stub and on crashing answers.
-Feedback teaches without handing out code: only `solution` holds code (docs/adding-an-exercise.md).
+A check never raises: ✓ correct / ✗ what is wrong, in words and shapes / · not attempted. An exercise (its
+module helpers/checks/nbNN_name.py, docs/adding-an-exercise.md) is a function yielding the `Case`s its answer
+is called on, decorated with `@exercise(hint=..., hint2=..., solution=..., mistakes=...)`: the mistakes are a
+table, each the solution with a change and the one message that names it (_cases.py). Feedback teaches
+without handing out code: only `solution` holds code.
 """
 
-import copy
 import functools
+import inspect
 import sys
 import textwrap
-import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
+from helpers.checks._cases import Case, Judge, call, define, edited, mistakes_of, raised_by_the_answer  # noqa: F401
 from helpers.checks._diagnose import explain_crash, is_untouched_stub, uses_forbidden
 from helpers.checks._expect import Mismatch, as_array, expect_close, expect_equal  # noqa: F401 - re-exported
-from helpers.checks._report import report
 
 CORRECT, INCORRECT, NOT_ATTEMPTED = "correct", "incorrect", "not attempted"
+__all__ = "CORRECT INCORRECT NOT_ATTEMPTED EXERCISES Case Exercise Mismatch NotAttempted Result as_array call".split()
+__all__ += "compare edited exercise expect_close expect_equal hint on_verdict progress reporting solution".split()
 
 
 class NotAttempted(Exception):
@@ -40,6 +38,7 @@ class Exercise:
     solution: str  # source code defining `name`: the only place an exercise shows code
     mistakes: dict  # code -> source defining a plausible wrong `name` that the check names with that code
     forbid: tuple = ()  # "module.name" of workshop functions the answer may not call (they are the answer)
+    ways: list = field(default_factory=list)  # every registered Mistake (a code may have several ways)
 
     @property
     def wrong(self):
@@ -69,53 +68,44 @@ class Result:
 
 
 EXERCISES = {}
-# names the checks package already uses: an exercise may not take them
-RESERVED = {
-    "hint",
-    "solution",
-    "progress",
-    "call",
-    "exercise",
-    "expect_close",
-    "expect_equal",
-    "as_array",
-    "compare",
-    "edited",
-    "reporting",
-}
+RESERVED = set(
+    "hint solution progress call exercise expect_close expect_equal as_array compare edited reporting".split()
+)
+RESERVED.add("on_verdict")  # names the checks package already uses: an exercise may not take them
 LATEST = {}  # exercise name -> the status of its latest check in this kernel (for progress())
 HINTS_SHOWN = {}  # exercise name -> how many of its hints the learner has asked for in this kernel
+HOOKS = []  # on_verdict(fn): each fn(exercise, verdict, mistake, message) is handed every verdict
+REPORTING = {"on": True}  # checks.reporting(False): the hooks are handed nothing
 
 
-def exercise(*, notebook, hint, hint2, solution, mistakes, forbid=()):
+def exercise(*, hint, hint2, solution, mistakes, forbid=(), notebook=None, **judging):
     """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`.
 
-    hint: the idea in words (no code); hint2: a more concrete second hint (still no code).
-    mistakes: {code: source} plausible wrong answers, each of which the check names with `code`.
-    forbid: "module.name" of workshop functions that already are the answer (e.g. "helpers.softmax"
-    for an exercise that writes a softmax): an answer calling one is told to write it itself.
+    The decorated function yields the Cases the answer is called on; mistakes: the table of mistakes (_cases.py);
+    judging: how a result is read and compared (returns, exact, close, read, compare, families: _cases.Judge). A
+    function of the answer is the check itself, the older way, with mistakes {code: source}. notebook: by
+    default from the module's name (nb05_masking -> 05_masking). hint: the idea in words (no code); hint2: more
+    concrete, still no code. forbid: "module.name" of workshop functions that already are the answer.
     """
 
     def register(check_fn):
         name = check_fn.__name__
+        book = notebook or check_fn.__module__.rsplit(".", 1)[-1].removeprefix("nb")
         if name in RESERVED:
             raise ValueError(f"exercise {name!r} would hide checks.{name}: rename it")
         if name in EXERCISES:  # a second one would silently replace the first
             raise ValueError(
-                f"exercise {name!r} is registered twice (notebooks "
-                f"{EXERCISES[name].notebook} and {notebook}): rename one"
+                f"exercise {name!r} is registered twice (notebooks {EXERCISES[name].notebook} and {book}): rename one"
             )
         if not mistakes:
             raise ValueError(f"exercise {name!r} registers no mistakes: give at least one plausible wrong answer")
+        clean, older = _clean(solution), bool(inspect.signature(check_fn).parameters)  # older: check(answer)
+        ways = mistakes_of(mistakes, clean)
+        check = check_fn if older else Judge(name, check_fn, clean, ways, **judging)
+        first = {way.code: way.source for way in reversed(ways)}  # each code's first way
+        mistakes_by_code = {code: first[code] for code in dict.fromkeys(way.code for way in ways)}
         EXERCISES[name] = Exercise(
-            name,
-            notebook,
-            check_fn,
-            _clean(hint),
-            _clean(hint2),
-            _clean(solution),
-            {code: _clean(source) for code, source in mistakes.items()},
-            tuple(forbid),
+            name, book, check, _clean(hint), _clean(hint2), clean, mistakes_by_code, forbid, ways
         )
 
         @functools.wraps(check_fn)
@@ -129,44 +119,6 @@ def exercise(*, notebook, hint, hint2, solution, mistakes, forbid=()):
 
 def _clean(text):
     return textwrap.dedent(text).strip()
-
-
-def edited(source, *changes):
-    """`source` (an exercise's solution) with each (old, new) text replaced: one plausible wrong answer.
-
-    Each `old` must occur in the source, so a solution edited later cannot silently drop a mistake.
-    """
-    for old, new in changes:
-        if old not in source:
-            raise ValueError(f"{old!r} is not in the source it should change")
-        source = source.replace(old, new)
-    return source
-
-
-def call(fn, *args, **kwargs):
-    """Call the learner's function on copies of the (array, list, dict) arguments; returning None is a Mismatch.
-
-    An exception from the learner's code is marked as theirs (the verdict quotes their line); one
-    raised by the check's own code after it is a fault of the check, and says so.
-    """
-    if not callable(fn):
-        raise Mismatch(f"expected a function, got {type(fn).__name__}", "not-a-function")
-    copies = [copy.deepcopy(a) if isinstance(a, (np.ndarray, list, dict)) else a for a in args]
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            result = fn(*copies, **kwargs)
-    except Exception as exc:
-        exc._raised_by_the_answer = True
-        raise
-    if result is None:
-        raise Mismatch("your function returned None: did you forget `return`?", "returned-none")
-    return result
-
-
-def raised_by_the_answer(exc):
-    """True when `exc` came out of the learner's own code, as `call` ran it (not out of the check's code)."""
-    return getattr(exc, "_raised_by_the_answer", False)
 
 
 def _next_help(name):
@@ -226,8 +178,38 @@ def _run(ex, answer):
     LATEST[ex.name] = status
     print(message)
     sys.stdout.flush()
-    report(ex.name, status, mistake, message)  # to the class board, on a hub that runs one; never raises
+    for hook in HOOKS if REPORTING["on"] else ():
+        try:
+            hook(ex.name, status, mistake, message)
+        except Exception:  # a hook never stops a check
+            pass
     return Result(ex.name, status, message, mistake)
+
+
+def on_verdict(fn):
+    """Hand every verdict from now on to `fn(exercise, verdict, mistake, message)` (once, however often called).
+
+    A hook's exceptions are swallowed: a check never raises. A hook with a `switch(on) -> str` attribute is told
+    when `reporting` switches, and says what holds. Returns fn, so it can decorate.
+    """
+    if fn not in HOOKS:
+        HOOKS.append(fn)
+    return fn
+
+
+def reporting(on=None):
+    """Switch handing your verdicts to the hooks (the class board's reporter, on a hub) off (`False`) or on (`True`).
+
+    Prints what holds: each hook that can switch says it in its own words.
+    """
+    if on is not None:
+        if not isinstance(on, bool):
+            raise TypeError(f"reporting(on) takes True or False, got {type(on).__name__}")
+        REPORTING["on"] = on
+    said = [hook.switch(REPORTING["on"]) for hook in HOOKS if hasattr(hook, "switch")]
+    print(
+        "\n".join(said) or "Reporting: no reporter is set up in this kernel (no class board here), so nothing is sent."
+    )
 
 
 def compare(got, expected, what="your result", rtol=1e-5, atol=1e-8):

@@ -5,91 +5,24 @@ import itertools
 
 import numpy as np
 
-from helpers.checks._core import Mismatch, as_array, call, check_rng, edited, exercise, expect_close
+from helpers.checks._core import Case, Mismatch, check_rng, exercise
+from helpers.checks._expect import expect_close, one_number
+from helpers.checks._reference import sinusoidal_loop
 from helpers.positional import sinusoidal_positional_encoding
 
 # --- exercise 1: sinusoidal_table. A table is three choices: which positions, how fast each pair turns, where the
-# sines and cosines go. The check rebuilds the table for every combination of choices and names each wrong one.
-
-# how fast pair i turns, in radians per position: {the wrong parts: speeds(d_model) -> (d_model/2,) or (d_model,)}
-_SPEEDS = {
-    (): lambda d: 10000.0 ** (-np.arange(0, d, 2) / d),  # the right one: 10000^(-2i/d)
-    ("inverted-frequencies",): lambda d: 10000.0 ** (np.arange(0, d, 2) / d),  # +2i/d: the pairs speed up
-    ("pair-index",): lambda d: 10000.0 ** (-np.arange(d // 2) / d),  # i where 2i belongs
-    ("pair-index", "inverted-frequencies"): lambda d: 10000.0 ** (np.arange(d // 2) / d),  # both
-    ("integer-division",): lambda d: np.ones(d // 2),  # 2i // d = 0 for every pair: all turn at 1 rad
-    ("rounded-exponent",): lambda d: 10000.0 ** (-np.arange(0, d, 2) // d),  # −2i // d = −1 after pair 0
-    ("per-column",): lambda d: 10000.0 ** (-np.arange(d) / d),  # column c with its own speed 10000^(-c/d)
-}
-_LAYOUTS = (None, "sin-cos-swapped", "sines-then-cosines", "sines-twice")  # sin, cos (right); cos, sin; halves; sin
-_POSITIONS = (None, "ignores-positions")  # positions[t] (right); the row number t
-_PARTS = {
-    "inverted-frequencies": "the pairs speed up instead of slowing down: pair i turns by 10000^(−2i/d_model) radians "
-    "per position (the position times that, or divided by 10000^(2i/d_model)); you "
-    "multiplied by the growing factor, or divided by the shrinking one",
-    "pair-index": "the exponent uses the pair number i where the pair's first column 2i belongs, so the speeds only "
-    "fall to about 1/100 radian per position (10000^(−1/2)) instead of about 1/10000",
-    "integer-division": "every pair turns by exactly 1 radian per position: your exponent 2i/d_model came out 0, "
-    "which whole-number division (rounding down) gives; it is a fraction between 0 and 1",
-    "rounded-exponent": "the speeds jump from 1 radian per position (pair 0) to 1/10000 for all the others: your "
-    "exponent −2i/d_model was rounded down to −1 (whole-number division); it is between 0 and −1",
-    "per-column": "the two columns of a pair turn at one speed, pair i's 10000^(−2i/d_model); your cosine column 2i+1 "
-    "used a speed of its own, 10000^(−(2i+1)/d_model)",
-    "sin-cos-swapped": "sines and cosines are swapped: the even columns (0, 2, 4, …) hold the sines, the odd ones "
-    "(1, 3, 5, …) the cosines",
-    "sines-then-cosines": "all the sines come first, then all the cosines: they alternate, the sine of pair i in "
-    "column 2i and its cosine in column 2i+1",
-    "sines-twice": "the odd columns hold sines too: each pair is a sine and a cosine of the same angle, the sine in "
-    "column 2i and the cosine in column 2i+1",
-    "ignores-positions": "row t encodes position t, the row number: it must encode the t-th of the positions you "
-    "were given, which need not be 0, 1, 2, …",
-}
-
-
-def _table(positions, d_model, speed, layout):
-    """The (T, d_model) table a learner gets with these positions, pair speeds and column layout."""
-    angles = positions[:, None] * _SPEEDS[speed](d_model)  # (T, 1) * (d/2,) -> (T, d/2); (T, d) for "per-column"
-    if speed == ("per-column",):  # with another layout too, it is not a mistake anyone writes
-        return None if layout else np.where(np.arange(d_model) % 2 == 0, np.sin(angles), np.cos(angles))  # (T, d)
-    if layout == "sines-then-cosines":
-        return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)  # (T, d/2) | (T, d/2) -> (T, d)
-    first, second = {"sin-cos-swapped": (np.cos, np.sin), "sines-twice": (np.sin, np.sin)}.get(layout, (np.sin, np.cos))
-    table = np.empty((len(positions), d_model))
-    table[:, 0::2], table[:, 1::2] = first(angles), second(angles)  # (T, d/2) each
-    return table
-
-
-_COMBINATIONS = sorted(
-    itertools.product(_POSITIONS, _SPEEDS, _LAYOUTS),  # every combination, one wrong choice first
-    key=lambda parts: len(parts[1]) + (parts[0] is not None) + (parts[2] is not None),
-)
-_RIGHT_ANGLES = "positions[:, None] * 10000 ** (-np.arange(0, d_model, 2) / d_model)"  # (T, d/2), as in a mistake
-
-
-def _source(*lines, angles=_RIGHT_ANGLES, first="np.sin", second="np.cos", table="np.zeros((len(positions), d_model))"):
-    """A learner's sinusoidal_table: the body `lines`, or else one that writes `first`, `second` of the `angles`."""
-    lines = lines or (
-        f"angles = {angles}",
-        f"table = {table}",
-        f"table[:, 0::2] = {first}(angles)",
-        f"table[:, 1::2] = {second}(angles)",
-        "return table",
-    )
-    return "def sinusoidal_table(positions, d_model):\n" + "".join(f"    {line}\n" for line in lines)
+# sines and cosines go; a table with two or three of them wrong is named by each (the engine's `together`).
 
 
 @exercise(
-    notebook="07_positional_encoding",
     hint="Think of each pair of columns as a clock hand turning at its own speed: the first pair fastest, one "
     "radian per position, each later pair more slowly, the last pair slowest (the speeds are the ones the text "
     "above gives). A row of the table says where every hand points at that row's position, as the sine and the "
     "cosine of its angle, and every (position, pair) combination has an angle of its own.",
-    hint2=(
-        "Check three entries by hand. Position 0 is sin 0 and cos 0 in every pair: 0, 1, 0, 1, … . Pair 0 "
-        "turns fastest, one radian per position, so position 1 begins with sin 1 ≈ 0.841 and cos 1 ≈ 0.540. "
-        "The last pair turns slowest, so its two columns hardly change down the table. If the first pair "
-        "barely moves and the last spins, the speeds are upside down."
-    ),
+    hint2="Check three entries by hand. Position 0 is sin 0 and cos 0 in every pair: 0, 1, 0, 1, … . Pair 0 "
+    "turns fastest, one radian per position, so position 1 begins with sin 1 ≈ 0.841 and cos 1 ≈ 0.540. "
+    "The last pair turns slowest, so its two columns hardly change down the table. If the first pair "
+    "barely moves and the last spins, the speeds are upside down.",
     solution="""
         def sinusoidal_table(positions, d_model):
             positions = np.asarray(positions, dtype=float)  # (T,)
@@ -100,35 +33,58 @@ def _source(*lines, angles=_RIGHT_ANGLES, first="np.sin", second="np.cos", table
             table[:, 1::2] = np.cos(angles)  # odd columns
             return table
     """,
-    mistakes={
-        "inverted-frequencies": _source(angles="positions[:, None] * 10000 ** (np.arange(0, d_model, 2) / d_model)"),
-        "pair-index": _source(angles="positions[:, None] * 10000 ** (-np.arange(d_model // 2) / d_model)"),
-        "integer-division": _source(angles="positions[:, None] / 10000 ** (np.arange(0, d_model, 2) // d_model)"),
-        "rounded-exponent": _source(angles="positions[:, None] * 10000.0 ** (-np.arange(0, d_model, 2) // d_model)"),
-        "per-column": _source(
-            "columns = np.arange(d_model)",
-            "angles = positions[:, None] * 10000 ** (-columns / d_model)",
-            "return np.where(columns % 2 == 0, np.sin(angles), np.cos(angles))",
-        ),
-        "sin-cos-swapped": _source(first="np.cos", second="np.sin"),
-        "sines-twice": _source(second="np.sin"),
-        "sines-then-cosines": _source(
-            f"angles = {_RIGHT_ANGLES}", "return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)"
-        ),
-        "stacked-pairs": _source(
-            f"angles = {_RIGHT_ANGLES}", "return np.stack([np.sin(angles), np.cos(angles)], axis=-1)"
-        ),
-        "ignores-positions": _source(angles=_RIGHT_ANGLES.replace("positions", "np.arange(len(positions))", 1)),
-        "transposed-angles": _source(angles="10000 ** (-np.arange(0, d_model, 2) / d_model)[:, None] * positions"),
-        "integer-table": _source(table="np.zeros((len(positions), d_model), dtype=positions.dtype)"),
-    },
+    mistakes=r"""
+        pair-index: `arange(0, d_model, 2)` → `arange(d_model // 2)`
+            {what}: the exponent uses the pair number i where the pair's first column 2i belongs, so the speeds only
+            fall to about 1/100 radian per position (10000^(−1/2)) instead of about 1/10000
+        inverted-frequencies: `(-np.arange` → `(np.arange`
+            {what}: the pairs speed up instead of slowing down: pair i turns by 10000^(−2i/d_model) radians per position
+            (the position times that, or divided by 10000^(2i/d_model)); you multiplied by the growing factor, or
+            divided by the shrinking one
+        integer-division:
+            `10000.0 ** (-np.arange(0, d_model, 2) / d_model)` → `1 / 10000 ** (np.arange(0, d_model, 2) // d_model)`
+            {what}: every pair turns by exactly 1 radian per position: your exponent 2i/d_model came out 0, which
+            whole-number division (rounding down) gives; it is a fraction between 0 and 1
+        rounded-exponent: `/ d_model)` → `// d_model)`
+            {what}: the speeds jump from 1 radian per position (pair 0) to 1/10000 for all the others: your exponent
+            −2i/d_model was rounded down to −1 (whole-number division); it is between 0 and −1
+        per-column: `10000.0 ** (-np.arange(0, d_model, 2) / d_model)` → `10000.0 ** (-np.arange(d_model) / d_model)`
+            `table = ` → `return np.where(np.arange(d_model) % 2 == 0, np.sin(angles), np.cos(angles))\n    table = `
+            {what}: the two columns of a pair turn at one speed, pair i's 10000^(−2i/d_model); your cosine column 2i+1
+            used a speed of its own, 10000^(−(2i+1)/d_model)
+        sin-cos-swapped: `np.sin(angles)  # even` → `np.cos(angles)  # even`
+            `np.cos(angles)  # odd` → `np.sin(angles)  # odd`
+            {what}: sines and cosines are swapped: the even columns (0, 2, 4, …) hold the sines, the odd ones (1, 3, 5,
+            …) the cosines
+        sines-twice: `np.cos(angles)  # odd` → `np.sin(angles)  # odd`
+            {what}: the odd columns hold sines too: each pair is a sine and a cosine of the same angle, the sine in
+            column 2i and the cosine in column 2i+1
+        sines-then-cosines: `table = ` → `return np.concatenate([np.sin(angles), np.cos(angles)], axis=1)\n    table = `
+            {what}: all the sines come first, then all the cosines: they alternate, the sine of pair i in column 2i and
+            its cosine in column 2i+1
+        stacked-pairs:
+            `table = np.zeros((len(positions), d_model))` → `return np.stack([np.sin(angles), np.cos(angles)], axis=-1)`
+            {what} has shape {got.shape}: each pair's sine and cosine on an axis of their own; the table is flat, (T,
+            d_model), the last two axes joined so that pair i's sine and cosine sit side by side in columns 2i and 2i+1
+        ignores-positions: `angles = positions[:, None]` → `angles = np.arange(len(positions))[:, None]`
+            {what}: row t encodes position t, the row number: it must encode the t-th of the positions you were given,
+            which need not be 0, 1, 2, …
+        transposed-angles: `positions[:, None] * omegas` → `omegas[:, None] * positions`
+            {what}: your angles came out ({pairs}, {T}), one row per pair, and could not be written into the table's
+            ({T}, {pairs}) sine columns: positions go down, pairs across
+        integer-table: `np.asarray(positions, dtype=float)` → `np.asarray(positions)`
+            `d_model))` → `d_model), dtype=positions.dtype)`
+            {what} holds whole numbers (dtype {got.dtype}): your table took the positions' integer type, so each sine
+            and cosine written into it was cut to 0, 1 or −1
+    """,
+    combine=3,
     forbid=(
         "helpers.sinusoidal_positional_encoding",
         "helpers.positional.sinusoidal_positional_encoding",
         "helpers.positional.rotary_angles",
     ),  # rotary_angles computes the table's angles
 )
-def sinusoidal_table(answer):
+def sinusoidal_table():
     # integer positions (as the notebook passes them), then float ones; never 0, 1, 2, ... in the first case
     for positions, d_model in (
         (np.array([0, 3, 7, 100, 2]), 8),
@@ -136,69 +92,11 @@ def sinusoidal_table(answer):
         (np.array([511, 40]), 384),
     ):
         what = f"sinusoidal_table(positions={positions.tolist()}, d_model={d_model})"
-        expected = _table(positions.astype(float), d_model, (), None)  # (T, d_model)
-        T, pairs = len(positions), d_model // 2
-        try:
-            got = as_array(call(answer, positions, d_model), what)
-        except ValueError as exc:  # angles built (pairs, T), then written into the table's (T, pairs) columns
-            if f"fromshape({pairs},{T})intoshape({T},{pairs})" not in str(exc).replace(" ", ""):
-                raise
-            raise Mismatch(
-                f"{what}: your angles came out ({pairs}, {T}), one row per pair, and could not be written "
-                f"into the table's ({T}, {pairs}) sine columns: positions go down, pairs across",
-                "transposed-angles",
-            ) from None
-        if got.shape == (T, pairs, 2) and np.allclose(got.reshape(expected.shape), expected):
-            raise Mismatch(
-                f"{what} has shape {got.shape}: each pair's sine and cosine on an axis of their own; the "
-                "table is flat, (T, d_model), the last two axes joined so that pair i's sine and cosine "
-                "sit side by side in columns 2i and 2i+1",
-                "stacked-pairs",
-            )
-        if got.shape == expected.shape and got.dtype.kind in "iub":
-            raise Mismatch(
-                f"{what} holds whole numbers (dtype {got.dtype}): your table took the positions' integer "
-                "type, so each sine and cosine written into it was cut to 0, 1 or −1",
-                "integer-table",
-            )
-        for which_positions, speed, layout in _COMBINATIONS if got.shape == expected.shape else ():
-            wrong = [*speed, *(part for part in (layout, which_positions) if part is not None)]
-            variant = _table(
-                np.arange(T, dtype=float) if which_positions else positions.astype(float), d_model, speed, layout
-            )  # the table that this combination of choices gives
-            if wrong and variant is not None and np.allclose(got, variant) and not np.allclose(variant, expected):
-                raise Mismatch(f"{what}: {'; and '.join(_PARTS[part] for part in wrong)}", wrong[0])
-        expect_close(got, expected, what)
+        expected = sinusoidal_loop(positions, d_model)  # (T, d_model)
+        yield Case(what, (positions, d_model), facts={"T": len(positions), "pairs": d_model // 2}, expected=expected)
 
 
 # --- exercise 2: added_length(x_length, d_model), predicted, then measured by the check
-
-# plausible wrong predictions: {code: (the prediction as a learner writes it, what the message says)}
-_LENGTH_MISTAKES = {
-    "added-lengths": (
-        "x_length + np.sqrt(d_model / 2)",
-        "you added the two lengths, as for two vectors pointing the "
-        "same way; these two are nearly orthogonal, so their squared lengths add (Pythagoras)",
-    ),
-    "no-square-root": ("x_length**2 + d_model / 2", "that is the squared length; take its square root"),
-    "full-width": (
-        "np.sqrt(x_length**2 + d_model)",
-        "you gave the encoding a squared length of d_model; a row has "
-        "d_model/2 pairs (sin, cos), each of length 1 (sin² + cos² = 1): its squared length is d_model/2",
-    ),
-    "unit-encoding": (
-        "np.sqrt(x_length**2 + 1)",
-        "you gave the encoding a length of 1: each pair (sin, cos) has "
-        "length 1, but a row has d_model/2 pairs, so its squared length is d_model/2",
-    ),
-    "pairs-squared": (
-        "np.sqrt(x_length**2 + (d_model / 2) ** 2)",
-        "you gave the encoding a length of d_model/2, "
-        "the number of pairs: that is its squared length (1 per pair), so its length is √(d_model/2)",
-    ),
-    "unsquared-length": ("np.sqrt(x_length + d_model / 2)", "you added x's length to the encoding's squared length"),
-    "encoding-only": ("np.sqrt(d_model / 2)", "that is the encoding's length alone: the token vector counts too"),
-}
 
 
 def _measured_length(x_length, d_model, rng):
@@ -209,18 +107,18 @@ def _measured_length(x_length, d_model, rng):
     return float(np.linalg.norm(sums, axis=-1).mean())
 
 
-def _one_number(got, what):
-    """The learner's result as a float, or Mismatch saying what came back instead."""
-    predicted = as_array(got, what)
-    if predicted.size != 1 or predicted.dtype.kind not in "iuf":
+def _measured_right(got, expected, case):
+    """Right within the noise of 4,000 random sums (3 %)."""
+    if not np.isclose(got, expected, rtol=0.03):
+        x_length, _ = case.args
         raise Mismatch(
-            f"{what} should be one real number, got {predicted.dtype} of shape {predicted.shape}", "wrong-shape"
+            f"{case.what}: you predicted {got:.4g}, but 400 random vectors of length {x_length} plus encodings "
+            f"measure {expected:.4g}",
+            "wrong-values",
         )
-    return float(predicted.reshape(()))
 
 
 @exercise(
-    notebook="07_positional_encoding",
     hint="Each pair (sin, cos) of an encoding has length 1, so a whole row has squared length d_model/2. In many "
     "dimensions a random direction is nearly orthogonal to any fixed vector, and for orthogonal vectors the "
     "squared lengths add (Pythagoras).",
@@ -231,29 +129,39 @@ def _one_number(got, what):
         def added_length(x_length, d_model):
             return np.sqrt(x_length**2 + d_model / 2)
     """,
-    mistakes={
-        code: f"def added_length(x_length, d_model):\n    return {formula}\n"
-        for code, (formula, _) in _LENGTH_MISTAKES.items()
-    },
+    mistakes=r"""
+        added-lengths: `np.sqrt(x_length**2 + d_model / 2)` → `x_length + np.sqrt(d_model / 2)`
+            {what} gave {got:.4g}: you added the two lengths, as for two vectors pointing the same way; these two are
+            nearly orthogonal, so their squared lengths add (Pythagoras). Measured over 400 random vectors:
+            {measured:.4g}
+        no-square-root: `np.sqrt(x_length**2 + d_model / 2)` → `x_length**2 + d_model / 2`
+            {what} gave {got:.4g}: that is the squared length; take its square root. Measured over 400 random vectors:
+            {measured:.4g}
+        full-width: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length**2 + d_model)`
+            {what} gave {got:.4g}: you gave the encoding a squared length of d_model; a row has d_model/2 pairs (sin,
+            cos), each of length 1 (sin² + cos² = 1): its squared length is d_model/2. Measured over 400 random vectors:
+            {measured:.4g}
+        unit-encoding: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length**2 + 1)`
+            {what} gave {got:.4g}: you gave the encoding a length of 1: each pair (sin, cos) has length 1, but a row has
+            d_model/2 pairs, so its squared length is d_model/2. Measured over 400 random vectors: {measured:.4g}
+        pairs-squared: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length**2 + (d_model / 2) ** 2)`
+            {what} gave {got:.4g}: you gave the encoding a length of d_model/2, the number of pairs: that is its squared
+            length (1 per pair), so its length is √(d_model/2). Measured over 400 random vectors: {measured:.4g}
+        unsquared-length: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length + d_model / 2)`
+            {what} gave {got:.4g}: you added x's length to the encoding's squared length. Measured over 400 random
+            vectors: {measured:.4g}
+        encoding-only: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(d_model / 2)`
+            {what} gave {got:.4g}: that is the encoding's length alone: the token vector counts too. Measured over 400
+            random vectors: {measured:.4g}
+    """,
+    read=lambda got, what: one_number(got, what, "one real number"),
+    compare=_measured_right,
 )
-def added_length(answer):
+def added_length():
     rng = check_rng()
     for x_length, d_model in ((1.0, 384), (20.0, 384), (1.0, 16), (5.0, 64)):
         measured = _measured_length(x_length, d_model, rng)  # the check measures what you predict
-        what = f"added_length({x_length}, {d_model})"
-        predicted = _one_number(call(answer, x_length, d_model), what)
-        if np.isclose(predicted, measured, rtol=0.03):
-            continue  # within the noise of 4,000 random sums
-        for code, (formula, says) in _LENGTH_MISTAKES.items():  # our own formulas, evaluated at these inputs
-            if np.isclose(predicted, eval(formula, {"np": np, "x_length": x_length, "d_model": d_model}), rtol=1e-6):
-                raise Mismatch(
-                    f"{what} gave {predicted:.4g}: {says}. Measured over 400 random vectors: {measured:.4g}", code
-                )
-        raise Mismatch(
-            f"{what}: you predicted {predicted:.4g}, but 400 random vectors of length {x_length} plus "
-            f"encodings measure {measured:.4g}",
-            "wrong-values",
-        )
+        yield Case(f"added_length({x_length}, {d_model})", (x_length, d_model), {}, {"measured": measured}, measured)
 
 
 # --- exercise 3: score_from_offset(q_pair, k_pair, offset, theta): RoPE's score from the offset n − m alone
@@ -298,6 +206,10 @@ _SCORE_CASES = [
     )
 ]
 _TURNED = "[a * np.cos(angle) - b * np.sin(angle), a * np.sin(angle) + b * np.cos(angle)]"
+_WHATS = [
+    f"score_from_offset(q={q.tolist()}, k={k.tolist()}, offset={offset}, theta={theta})"
+    for q, k, offset, theta in _SCORE_CASES
+]
 _SCORE_SOLUTION = f"""
 def score_from_offset(q_pair, k_pair, offset, theta):
     a, b = k_pair
@@ -307,8 +219,45 @@ def score_from_offset(q_pair, k_pair, offset, theta):
 """
 
 
+def _scores(got, what):
+    if not isinstance(got, tuple) or len(got) != len(_WHATS):  # the check's own run: one result per case
+        raise Mismatch(f"{what} gave {got!r}", "wrong-values")
+    return [one_number(score, w, "one real number") for score, w in zip(got, _WHATS, strict=True)]
+
+
+def _each_score(got, expected, case):
+    for score, right, what in zip(got, expected, _WHATS, strict=True):
+        expect_close(score, right, what, rtol=1e-6, atol=1e-9)
+
+
+def _name_the_turn(got, expected, case):
+    """Name the wrong turn of the key that explains every case (the registered ones among them)."""
+    cases = [(q, k, offset * theta) for q, k, offset, theta in _SCORE_CASES]
+    wrong = [
+        i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if not np.isclose(g, e, rtol=1e-6, atol=1e-9)
+    ]
+    if not wrong:
+        return
+    i = wrong[0]
+    (_, k, angle), offset = cases[i], _SCORE_CASES[i][2]
+    for code, turn in _wrong_turns():  # a mistake is named only when it explains every case
+        if all(
+            np.isclose(g, q_ @ turn(a) @ k_, rtol=1e-6, atol=1e-9) for g, (q_, k_, a) in zip(got, cases, strict=True)
+        ):
+            length, turned = np.linalg.norm(k), np.linalg.norm(turn(angle) @ k)  # the learner's key's length
+            does = (
+                f"changes the key's length from {length:.3g} to {turned:.3g}"
+                if not np.isclose(length, turned)
+                else "mirrors the key (keeping its length)"
+            )
+            raise Mismatch(
+                f"{_WHATS[i]} gave {got[i]:.4g}: {_TURN_SAYS[code].format(minus=-offset, does=does)}. With the query "
+                f"at position 5 and the key at {5 + offset}, both turned, the score is {expected[i]:.4g}",
+                code,
+            )
+
+
 @exercise(
-    notebook="07_positional_encoding",
     hint="By section 4 the score of a query at position m and a key at position n is q·R_{n−m}k: the query as it "
     "is, dotted with the key turned counter-clockwise by the angle (n − m)θ. So one turn is enough, of the "
     "key, by the offset times θ; then a dot product.",
@@ -317,57 +266,22 @@ def score_from_offset(q_pair, k_pair, offset, theta):
     "and a turn never changes the key's length. The score is one number: the query's first coordinate times "
     "the turned key's first, plus the same for the second.",
     solution=_SCORE_SOLUTION,
-    mistakes={
-        "wrong-direction": edited(
-            _SCORE_SOLUTION,
-            ("a, b = k_pair", "a, b = q_pair"),
-            ("np.dot(q_pair, k_turned)", "np.dot(k_turned, k_pair)"),
-        ),
-        "unturned": edited(
-            _SCORE_SOLUTION,
-            (
-                "return np.dot(q_pair, k_turned)",  # both turned by the offset
-                f"a, b = q_pair\n    return np.dot(np.array({_TURNED}), k_turned)",
-            ),
-        ),
-        "in-place": edited(
-            _SCORE_SOLUTION,
-            (
-                f"k_turned = np.array({_TURNED})",
-                "k_turned = np.array([a, b], "
-                "dtype=float)\n    k_turned[0] = a * np.cos(angle) - b * np.sin(angle)"
-                "\n    k_turned[1] = k_turned[0] * np.sin(angle) + b * np.cos(angle)",
-            ),
-        ),
-        "not-a-rotation": edited(_SCORE_SOLUTION, ("a * np.sin(angle) + b", "-a * np.sin(angle) + b")),
-        "cosines-off-diagonal": edited(
-            _SCORE_SOLUTION, (_TURNED, "[a * np.sin(angle) + b * np.cos(angle), a * np.cos(angle) - b * np.sin(angle)]")
-        ),
-    },
+    mistakes=r"""
+        wrong-direction: `a, b = k_pair` → `a, b = q_pair`, `np.dot(q_pair, k_turned)` → `np.dot(k_turned, k_pair)`
+        unturned: `np.dot(q_pair, k_turned)` → `np.dot(q_pair, k_pair)`
+        in-place:
+            `, a * np.sin(angle) + b * np.cos(angle)])` → `, 0])`
+            `return` → `k_turned[1] = k_turned[0] * np.sin(angle) + b * np.cos(angle)\n    return`
+        not-a-rotation: `a * np.sin(angle) + b` → `-a * np.sin(angle) + b`
+        cosines-off-diagonal: `np.array([` → `np.array([a * np.sin(angle) + b * np.cos(angle), `
+            `, a * np.sin(angle) + b * np.cos(angle)])` → `])`
+    """,
+    read=_scores,
+    compare=_each_score,
+    families=_name_the_turn,
     forbid=("helpers.positional.apply_rotary",),
 )
-def score_from_offset(answer):
-    cases = []  # (what, q, k, angle, the learner's score, the right one, offset): no two turns agree on all three
-    for q, k, offset, theta in _SCORE_CASES:
-        what = f"score_from_offset(q={q.tolist()}, k={k.tolist()}, offset={offset}, theta={theta})"
-        right = float((_turn(5 * theta) @ q) @ (_turn((5 + offset) * theta) @ k))  # q at position 5, k at 5 + offset
-        got = _one_number(call(answer, q, k, offset, theta), what)
-        cases.append((what, q, k, offset * theta, got, right, offset))
-    wrong = [case for case in cases if not np.isclose(case[4], case[5], rtol=1e-6, atol=1e-9)]
-    if not wrong:
-        return
-    what, q, k, angle, got, right, offset = wrong[0]
-    for code, turn in _wrong_turns():  # a mistake is named only when it explains every case
-        if all(np.isclose(c[4], c[1] @ turn(c[3]) @ c[2], rtol=1e-6, atol=1e-9) for c in cases):
-            length, turned = np.linalg.norm(k), np.linalg.norm(turn(angle) @ k)  # the learner's key's length
-            does = (
-                f"changes the key's length from {length:.3g} to {turned:.3g}"
-                if not np.isclose(length, turned)
-                else "mirrors the key (keeping its length)"
-            )
-            raise Mismatch(
-                f"{what} gave {got:.4g}: {_TURN_SAYS[code].format(minus=-offset, does=does)}. With the "
-                f"query at position 5 and the key at {5 + offset}, both turned, the score is {right:.4g}",
-                code,
-            )
-    expect_close(got, right, what)
+def score_from_offset():
+    rights = [float((_turn(5 * theta) @ q) @ (_turn((5 + offset) * theta) @ k)) for q, k, offset, theta in _SCORE_CASES]
+    run = lambda f: tuple(f(q, k, offset, theta) for q, k, offset, theta in _SCORE_CASES)  # noqa: E731
+    yield Case(_WHATS[0], expected=tuple(rights), run=run)  # q at position 5, k at 5 + offset

@@ -1,11 +1,14 @@
 """The exercises of 11_tiny_gpt: the next-word loss, sampling with a temperature, and one cached generation step."""
 
+import functools
+
 import numpy as np
 
 import helpers.checks._reference as ref
 from helpers.attention import softmax
-from helpers.checks._core import Mismatch, call, check_rng, edited, exercise, expect_close, raised_by_the_answer
-from helpers.checks._mistakes import matches, returned_tuple
+from helpers.checks._core import Case, Mismatch, check_rng, exercise
+from helpers.checks._expect import expect_close, one_number
+from helpers.checks._families import another_shift, scaled_by_a_constant, scores_divided_by, wrong_array_weighted
 
 _LOSS_SOLUTION = """
     def next_word_loss(logits, ids):
@@ -17,129 +20,93 @@ _LOSS_SOLUTION = """
         return -picked.mean()
 """
 _AXIS, _SHIFT = "axis=-1, keepdims=True", "z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow"
+_SHIFTED = (
+    "that is the loss with each position scored against the word {shift} places after it; position t predicts "
+    "the next word, 1 place after it"
+)
+
+
+def _loss_families(got, expected, case):
+    """A loss that overflowed; the loss at another shift of the targets; one off by a factor of the sizes."""
+    logits, ids = case.args
+    (B, T, V), what = logits.shape, case.what
+    if not np.isfinite(got) and case.facts["large"]:
+        raise Mismatch(
+            f"{what} gave a loss that is not a finite number: e to the power of a logit overflows to infinity above "
+            "about 709. Subtract each row's largest logit before the exponential: the softmax, and so the loss, "
+            "stays the same",
+            "no-max-shift",
+        )
+    another_shift(got, {s: ref.loss(ref.log_probs(logits[:, : T - s]), ids[:, s:]) for s in (2, 3, 4)}, what, _SHIFTED)
+    sizes = {"B": B, "T": T, "T − 1": T - 1, "V": V, "B·T": B * T, "B·(T − 1)": B * (T - 1)}
+    scaled_by_a_constant(np.asarray(got), expected, what, sizes)
 
 
 @exercise(
-    notebook="11_tiny_gpt",
     hint="Position t has read the words up to t, so its target is the word after it: line up the logits of every "
     "position but the last with the words of every position but the first. Then it is 03's cross-entropy: "
     "minus the log-softmax over the words, at the target, averaged.",
-    hint2=(
-        "Line up a window of three words a, b, c by hand: position 0's logits must score b, position 1's "
-        "score c, and position 2 has no next word in the window. So B·(T − 1) terms are averaged, not B·T. "
-        "Subtract each row's largest logit before the exponential, so that logits in the hundreds cannot "
-        "overflow; np.take_along_axis picks one entry per row."
-    ),
+    hint2="Line up a window of three words a, b, c by hand: position 0's logits must score b, position 1's "
+    "score c, and position 2 has no next word in the window. So B·(T − 1) terms are averaged, not B·T. "
+    "Subtract each row's largest logit before the exponential, so that logits in the hundreds cannot "
+    "overflow; np.take_along_axis picks one entry per row.",
     solution=_LOSS_SOLUTION,
-    mistakes={
-        "targets-not-shifted": edited(_LOSS_SOLUTION, ("logits[:, :-1]", "logits"), ("ids[:, 1:]", "ids")),
-        "wraps-around": edited(
-            _LOSS_SOLUTION, ("logits[:, :-1]", "logits"), ("ids[:, 1:]", "np.roll(ids, -1, axis=1)")
-        ),
-        "shifted-wrong-way": edited(_LOSS_SOLUTION, ("logits[:, :-1]", "logits[:, 1:]"), ("ids[:, 1:]", "ids[:, :-1]")),
-        "logits-not-cut": edited(_LOSS_SOLUTION, ("logits[:, :-1]", "logits")),
-        "softmax-over-positions": edited(_LOSS_SOLUTION, (_AXIS, "axis=1, keepdims=True")),
-        "softmax-over-batch": edited(_LOSS_SOLUTION, (_AXIS, "axis=0, keepdims=True")),
-        "summed": edited(_LOSS_SOLUTION, ("-picked.mean()", "-picked.sum()")),
-        "divided-by-all-positions": edited(_LOSS_SOLUTION, ("-picked.mean()", "-picked.sum() / ids.size")),
-        "minus-forgotten": edited(_LOSS_SOLUTION, ("-picked.mean()", "picked.mean()")),
-        "probabilities-not-logs": edited(_LOSS_SOLUTION, ("z - np.log(np.exp(z).sum(", "np.exp(z) / (np.exp(z).sum(")),
-        "no-max-shift": edited(_LOSS_SOLUTION, (_SHIFT, "")),
-        "one-max-for-all": edited(_LOSS_SOLUTION, ("z.max(axis=-1, keepdims=True)", "z.max()")),
-    },
+    # no-max-shift has no message here: _loss_families names any loss that is not finite on large logits so
+    mistakes=r"""
+        targets-not-shifted: `logits[:, :-1]` → `logits`, `ids[:, 1:]` → `ids`
+            {what} scored each position against its own word; position t has read that word already, its target is the
+            word after it
+        wraps-around: `logits[:, :-1]` → `logits`, `ids[:, 1:]` → `np.roll(ids, -1, axis=1)`
+            {what} scored all {T} positions, the last against the window's first word; the last has no next word, so
+            only {T_1} have a target
+        shifted-wrong-way: `logits[:, :-1]` → `logits[:, 1:]`, `ids[:, 1:]` → `ids[:, :-1]`
+            {what} scored position t against word t − 1, the word before it; position t predicts word t + 1, the word
+            one place later
+        logits-not-cut: `logits[:, :-1]` → `logits`
+            {what}: your code raised {got.__class__.__name__}: it lines up the logits of all {T} positions with the
+            {T_1} targets; the last position has no next word in the window, so leave its logits out (then your code
+            gives the right loss)
+        softmax-over-positions: `axis=-1, keepdims=True` → `axis=1, keepdims=True`
+            {what} ran the softmax along the positions (axis T); each position's prediction is a distribution over the V
+            words
+        softmax-over-batch: `axis=-1, keepdims=True` → `axis=0, keepdims=True`
+            {what} ran the softmax across the B windows; each position's prediction is a distribution over the V words,
+            its own row
+        summed: `-picked.mean()` → `-picked.sum()`
+            {what} gave the sum over the {n} positions; the loss is their mean
+        divided-by-all-positions: `-picked.mean()` → `-picked.sum() / ids.size`
+            {what} divided the sum by B·T = {BT}; only the {n} positions that have a next word are scored, so the mean
+            divides by {BT_1}
+        minus-forgotten: `-picked.mean()` → `picked.mean()`
+            {what} gave minus the loss: log probabilities are at most 0, the loss is minus their mean, a positive number
+        probabilities-not-logs: `z - np.log(np.exp(z).sum(` → `np.exp(z) / (np.exp(z).sum(`
+            {what} averaged the probabilities of the targets; the loss averages minus their logarithms
+        no-max-shift: `z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow` → ``
+        one-max-for-all: `z.max(axis=-1, keepdims=True)` → `z.max()`
+            {what} gave {got}: you subtracted one largest logit for the whole array; in a row far below it every
+            exponential underflows to 0, and log 0 is −∞. Subtract each row's own largest logit, the largest over its V
+            words
+        every-word-averaged: `-picked.mean()` → `-log_probs.mean()`
+            {what} averaged the log probabilities of all {V} words at each position; the loss takes only the target's,
+            the word that comes next, at each position
+    """,
+    read=lambda got, what: one_number(got, what, "one number, the mean over every position that has a target"),
+    close={"rtol": 1e-6},
+    families=_loss_families,
     forbid=("helpers.training.softmax_cross_entropy",),
 )
-def next_word_loss(answer):
+def next_word_loss():
     rng, (B, T, V) = check_rng(), (2, 6, 7)
-    ids, n = rng.integers(V, size=(B, T)), f"B·(T − 1) = {B * (T - 1)}"  # (B, T); the positions with a target
-    cases = (
+    ids = rng.integers(V, size=(B, T))  # (B, T)
+    facts = {"T": T, "T_1": T - 1, "V": V, "n": f"B·(T − 1) = {B * (T - 1)}", "BT": B * T, "BT_1": B * (T - 1)}
+    for case, logits in (
         ("", rng.normal(size=(B, T, V))),  # ordinary logits; then exp overflows past about 709
         (", logits in the hundreds", 800 + 50 * rng.normal(size=(B, T, V))),
         (", rows of logits hundreds apart", rng.normal(size=(B, T, V)) + rng.choice([-600, 600], (B, T, 1))),
-    )
-    for case, logits in cases:
+    ):
         what = f"next_word_loss(logits, ids) for logits {logits.shape} (B, T, V) and ids {ids.shape}{case}"
-        try:
-            got = ref.one_number(call(answer, logits, ids), what)
-        except (ValueError, IndexError) as exc:  # the logits of T positions against T − 1 targets
-            if raised_by_the_answer(exc) and ref.cut_fits(answer, logits, ids):
-                raise Mismatch(
-                    f"{what}: your code raised {type(exc).__name__}: it lines up the logits of all {T} "
-                    f"positions with the {T - 1} targets; the last position has no next word in the "
-                    "window, so leave its logits out (then your code gives the right loss)",
-                    "logits-not-cut",
-                ) from exc
-            raise
-        cut, targets = logits[:, :-1], ids[:, 1:]  # (B, T - 1, V), (B, T - 1)
-        expected, scored = ref.loss(ref.log_probs(cut), targets), ref.picked(ref.log_probs(cut), targets)
-        if np.isclose(got, expected, rtol=1e-6):
-            continue
-        if not np.isfinite(got) and case:
-            if ref.same(got, ref.loss(ref.log_probs(cut, shift="all"), targets)):
-                raise Mismatch(
-                    f"{what} gave {got}: you subtracted one largest logit for the whole array; in a row "
-                    "far below it every exponential underflows to 0, and log 0 is −∞. Subtract each "
-                    "row's own largest logit, the largest over its V words",
-                    "one-max-for-all",
-                )
-            raise Mismatch(
-                f"{what} gave a loss that is not a finite number: e to the power of a logit overflows "
-                "to infinity above about 709. Subtract each row's largest logit before the exponential: "
-                "the softmax, and so the loss, stays the same",
-                "no-max-shift",
-            )
-        for code, value, says in (
-            (
-                "targets-not-shifted",
-                ref.loss(ref.log_probs(logits), ids),
-                "scored each position against its own "
-                "word; position t has read that word already, its target is the word after it",
-            ),
-            (
-                "wraps-around",
-                ref.loss(ref.log_probs(logits), np.roll(ids, -1, axis=1)),
-                f"scored all {T} positions, "
-                f"the last against the window's first word; the last has no next word, so only {T - 1} have a target",
-            ),
-            (
-                "shifted-wrong-way",
-                ref.loss(ref.log_probs(logits[:, 1:]), ids[:, :-1]),
-                "scored position t against "
-                "word t − 1, the word before it; position t predicts word t + 1, the word one place later",
-            ),
-            (
-                "softmax-over-positions",
-                ref.loss(ref.log_probs(cut, axis=1), targets),
-                "ran the softmax along the "
-                "positions (axis T); each position's prediction is a distribution over the V words",
-            ),
-            (
-                "softmax-over-batch",
-                ref.loss(ref.log_probs(cut, axis=0), targets),
-                "ran the softmax across the B "
-                "windows; each position's prediction is a distribution over the V words, its own row",
-            ),
-            ("summed", -scored.sum(), f"gave the sum over the {n} positions; the loss is their mean"),
-            (
-                "divided-by-all-positions",
-                -scored.sum() / ids.size,
-                f"divided the sum by B·T = {ids.size}; only the "
-                f"{n} positions that have a next word are scored, so the mean divides by {B * (T - 1)}",
-            ),
-            (
-                "minus-forgotten",
-                scored.mean(),
-                "gave minus the loss: log probabilities are at most 0, the loss is minus their mean, a positive number",
-            ),
-            (
-                "probabilities-not-logs",
-                ref.loss(np.exp(ref.log_probs(cut)), targets),
-                "averaged the probabilities of the targets; the loss averages minus their logarithms",
-            ),
-        ):
-            if ref.same(got, value):
-                raise Mismatch(f"{what} {says}", code)
-        expect_close(got, expected, what)
+        expected = ref.loss(ref.log_probs(logits[:, :-1]), ids[:, 1:])
+        yield Case(what, (logits, ids), facts={**facts, "large": bool(case)}, expected=expected)
 
 
 _SAMPLE_SOLUTION = """
@@ -152,36 +119,84 @@ _SAMPLE_SOLUTION = """
         return int(np.searchsorted(np.cumsum(probs), u, side="right"))  # the first running sum above u
 """
 _SAMPLE_LAST = 'return int(np.searchsorted(np.cumsum(probs), u, side="right"))'
+_LOGITS = np.array([0.3, -1.2, 1.5, 0.9, -0.4, 1.1])  # (V,): word 2 is the most likely
+_DRAWS = ((1.0, 0.87), (0.5, 0.71), (2.0, 0.53))  # u where most mistakes give another word than the right one
+_WHAT = f"sample_next_word(logits, temperature, u) for logits {_LOGITS.shape} at (temperature, u) = {_DRAWS}"
+_GREEDY = "{what} returned word {got:g}, not the most likely word, 2"
+
+
+def _words(got, what):
+    return tuple(ref.word(word, what) for word in got) if isinstance(got, tuple) else ref.word(got, what)
+
+
+def _same_words(got, expected, case):
+    if got == expected:
+        return
+    if case.what != _WHAT:  # the logits in the hundreds, or temperature 0: the most likely word
+        raise Mismatch(f"{case.what} {case.facts['says'].format(got=got)}", case.facts["code"])
+    draw = next(i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e)
+    (t, u), got_i, right = _DRAWS[draw], got[draw], expected[draw]
+    raise Mismatch(
+        f"{_WHAT} returned word {got_i} at temperature {t}, u = {u}, but u falls on word {right} (all three: got "
+        f"{got}, expected {expected})",
+        "wrong-values",
+    )
 
 
 @exercise(
-    notebook="11_tiny_gpt",
     hint="Temperature 0 is greedy: the most likely word, whatever u is. Otherwise divide the logits by the "
     "temperature, take the softmax, and walk along the words adding up their probabilities: the first word "
     "at which the running sum passes u is the sample.",
-    hint2=(
-        "Check it with u near the ends: u just above 0 must give the first word with a probability above 0, "
-        "and u just below 1 the last word with a probability above 0. Below temperature 1 the distribution "
-        "sharpens, above 1 it flattens; at 0 dividing is impossible, so the most likely word is taken "
-        "directly. np.cumsum gives the running sums."
-    ),
+    hint2="Check it with u near the ends: u just above 0 must give the first word with a probability above 0, "
+    "and u just below 1 the last word with a probability above 0. Below temperature 1 the distribution "
+    "sharpens, above 1 it flattens; at 0 dividing is impossible, so the most likely word is taken "
+    "directly. np.cumsum gives the running sums.",
     solution=_SAMPLE_SOLUTION,
-    mistakes={
-        "always-greedy": edited(_SAMPLE_SOLUTION, ("if temperature == 0:", "if True:")),
-        "greedy-below-one": edited(_SAMPLE_SOLUTION, ("if temperature == 0:", "if temperature < 1:")),
-        "temperature-multiplied": edited(_SAMPLE_SOLUTION, ("logits / temperature", "logits * temperature")),
-        "temperature-ignored": edited(_SAMPLE_SOLUTION, ("logits / temperature", "logits")),
-        "probabilities-divided": edited(
-            _SAMPLE_SOLUTION,
-            ("logits / temperature", "logits"),
-            ("probs / probs.sum()", "probs / probs.sum() / temperature"),
-        ),
-        "probability-against-u": edited(_SAMPLE_SOLUTION, (_SAMPLE_LAST, "return int(np.argmax(probs > u))")),
-        "off-by-one": edited(_SAMPLE_SOLUTION, (_SAMPLE_LAST, _SAMPLE_LAST + " - 1")),
-        "u-ignored": edited(_SAMPLE_SOLUTION, (_SAMPLE_LAST, "return int(np.random.choice(len(probs), p=probs))")),
-        "no-max-shift": edited(_SAMPLE_SOLUTION, ("np.exp(z - z.max())", "np.exp(z)")),
-        "zero-temperature-divides": edited(_SAMPLE_SOLUTION, ("if temperature == 0:", "if False:")),
-    },
+    # no-max-shift has no message here: any word but 2 for logits in the hundreds is named so (that case's says)
+    mistakes=r"""
+        always-greedy: `if temperature == 0:` → `if True:`
+            {what} returned the most likely word, 2, every time: at a temperature above 0 the word is sampled, each with
+            its probability
+        greedy-below-one: `if temperature == 0:` → `if temperature < 1:`
+            {what} returned the most likely word at temperature 0.5: only temperature 0 is greedy; below 1 the
+            distribution is sharper, but still sampled
+        temperature-multiplied: `logits / temperature` → `logits * temperature`
+            {what} sampled from the logits multiplied by the temperature: 0.5 made the distribution flatter and 2
+            sharper; divide them by it
+        temperature-ignored: `logits / temperature` → `logits`
+            {what} sampled from the softmax of the logits as they are, whatever the temperature; divide the logits by it
+            first
+        probabilities-divided: `logits / temperature` → `logits`
+            `probs / probs.sum()` → `probs / probs.sum() / temperature`
+            {what} divided the probabilities by the temperature after the softmax: their sum is then not 1, and the
+            distribution's shape does not change; divide the logits, before the softmax
+        probability-against-u:
+            `return int(np.searchsorted(np.cumsum(probs), u, side="right"))` → `return int(np.argmax(probs > u))`
+            {what} compared each word's own probability with u; u is compared with the running sum of the probabilities,
+            so that each word owns a stretch of [0, 1) as long as its probability
+        off-by-one: `side="right"))` → `side="right")) - 1`
+            {what} returned words {got}, each one before the right words {expected}: the sample is the first word at
+            which the running sum passes u
+        off-by-one: `side="right"))` → `side="right")) + 1`
+            {what} returned words {got}, each one after the right words {expected}: the sample is the first word at
+            which the running sum passes u
+        u-ignored: `np.searchsorted(np.cumsum(probs), u, side="right")` → `np.random.choice(len(probs), p=probs)`
+            {what} gave different words for the same logits, temperature and u: the word must follow from u alone, the
+            first at which the running sum of the probabilities passes it (u is the random number: draw no other)
+        no-max-shift: `np.exp(z - z.max())` → `np.exp(z)`
+        zero-temperature-divides: `if temperature == 0:` → `if False:`
+            {what} returned word {got:g}, not the most likely word, 2. Temperature 0 is greedy; dividing the logits by 0
+            gives infinities (and NaN probabilities), so temperature 0 has to be handled apart
+        zero-temperature-divides: `if temperature == 0:` → `if False:`
+            `logits / temperature` → `logits * (1 / temperature)`
+            {what}: your code raised {got.__class__.__name__} at temperature 0. Temperature 0 is greedy, the most likely
+            word; dividing the logits by 0 is impossible, so handle it apart
+        not-normalised: `probs = probs / probs.sum()` → `probs = probs`
+            {what} walked along exponentials that were not divided by their sum: their running sum passes 1 early, so u
+            falls on an earlier word; the probabilities are the exponentials divided by their sum, and they add up to 1
+    """,
+    read=_words,
+    compare=_same_words,
     forbid=(
         "helpers.softmax",
         "helpers.attention.softmax",
@@ -189,117 +204,24 @@ _SAMPLE_LAST = 'return int(np.searchsorted(np.cumsum(probs), u, side="right"))'
         "helpers.next_word.next_word_distribution",
     ),
 )
-def sample_next_word(answer):
-    logits = np.array([0.3, -1.2, 1.5, 0.9, -0.4, 1.1])  # (V,): word 2 is the most likely
-    cases = ((1.0, 0.87), (0.5, 0.71), (2.0, 0.53))  # u where most mistakes give another word than the right one
-    what = f"sample_next_word(logits, temperature, u) for logits {logits.shape} at (temperature, u) = {cases}"
-    if len({ref.word(call(answer, logits, 2.0, 0.53), what) for _ in range(12)}) > 1:
-        raise Mismatch(
-            f"{what} gave different words for the same logits, temperature and u: the word must follow "
-            "from u alone, the first at which the running sum of the probabilities passes it (u is the "
-            "random number: draw no other)",
-            "u-ignored",
-        )
-    got = tuple(ref.word(call(answer, logits, t, u), what) for t, u in cases)
-    expected = tuple(ref.pick(softmax(logits / t), u) for t, u in cases)
-    for code, gives, says in (  # what each mistake returns on the cases, and what it did
-        (
-            "always-greedy",
-            lambda t, u: 2,
-            "returned the most likely word, 2, every time: at a temperature above 0 "
-            "the word is sampled, each with its probability",
-        ),
-        (
-            "greedy-below-one",
-            lambda t, u: 2 if t < 1 else ref.pick(softmax(logits / t), u),
-            "returned the most "
-            "likely word at temperature 0.5: only temperature 0 is greedy; below 1 the distribution is sharper, but "
-            "still sampled",
-        ),
-        (
-            "temperature-multiplied",
-            lambda t, u: ref.pick(softmax(logits * t), u),
-            "sampled from the logits "
-            "multiplied by the temperature: 0.5 made the distribution flatter and 2 sharper; divide them by it",
-        ),
-        (
-            "temperature-ignored",
-            lambda t, u: ref.pick(softmax(logits), u),
-            "sampled from the softmax of the logits "
-            "as they are, whatever the temperature; divide the logits by it first",
-        ),
-        (
-            "probabilities-divided",
-            lambda t, u: ref.pick(softmax(logits) / t, u),
-            "divided the probabilities by the "
-            "temperature after the softmax: their sum is then not 1, and the distribution's shape does not change; "
-            "divide the logits, before the softmax",
-        ),
-        (
-            "probability-against-u",
-            lambda t, u: int(np.argmax(softmax(logits / t) > u)),
-            "compared each word's own "
-            "probability with u; u is compared with the running sum of the probabilities, so that each word owns a "
-            "stretch of [0, 1) as long as its probability",
-        ),
-        (
-            "off-by-one",
-            lambda t, u: ref.pick(softmax(logits / t), u) - 1,
-            f"returned words {got}, each one before "
-            f"the right words {expected}: the sample is the first word at which the running sum passes u",
-        ),
-        (
-            "off-by-one",
-            lambda t, u: ref.pick(softmax(logits / t), u) + 1,
-            f"returned words {got}, each one after "
-            f"the right words {expected}: the sample is the first word at which the running sum passes u",
-        ),
-    ):
-        if got != expected and got == tuple(gives(t, u) for t, u in cases):
-            raise Mismatch(f"{what} {says}", code)
-    if got != expected:
-        case = next(i for i, (g, e) in enumerate(zip(got, expected, strict=True)) if g != e)
-        raise Mismatch(
-            f"{what} returned word {got[case]} at temperature {cases[case][0]}, u = {cases[case][1]}, "
-            f"but u falls on word {expected[case]} (all three: got {got}, expected {expected})",
-            "wrong-values",
-        )
+def sample_next_word():
+    expected = tuple(ref.pick(softmax(_LOGITS / t), u) for t, u in _DRAWS)
+    run = lambda f: tuple(f(_LOGITS, t, u) for t, u in _DRAWS)  # noqa: E731
+    yield Case(_WHAT, facts={"expected": expected}, expected=expected, run=run)
+    says = (
+        "returned word {got}, but nearly all the probability is on word 2: the exponential of a logit above about "
+        "709 overflows to infinity, and infinity over infinity is NaN. Subtract the largest scaled logit before the "
+        "exponential"
+    )
     big = 800 * np.array([1.0, -1.2, 1.5, 0.2, -0.4, 0.8])  # (V,): logits in the hundreds, word 2 far ahead
-    what = "sample_next_word(logits, 1.0, 0.5) for logits in the hundreds"
-    if (got := ref.word(call(answer, big, 1.0, 0.5), what)) != 2:
-        raise Mismatch(
-            f"{what} returned word {got}, but nearly all the probability is on word 2: the exponential of "
-            "a logit above about 709 overflows to infinity, and infinity over infinity is NaN. Subtract "
-            "the largest scaled logit before the exponential",
-            "no-max-shift",
-        )
-    what = f"sample_next_word(logits, 0, 0.7) for logits {logits.shape}"
-    try:
-        got = ref.word(call(answer, logits, 0, 0.7), what)
-    except (ZeroDivisionError, ValueError, IndexError, FloatingPointError) as exc:
-        if not raised_by_the_answer(exc):
-            raise
-        raise Mismatch(
-            f"{what}: your code raised {type(exc).__name__} at temperature 0. Temperature 0 is greedy, "
-            "the most likely word; dividing the logits by 0 is impossible, so handle it apart",
-            "zero-temperature-divides",
-        ) from exc
-    if got != 2:
-        with np.errstate(all="ignore"):  # what dividing by 0 gives: infinities, then NaN probabilities
-            z = logits / 0
-            divided = ref.pick(np.exp(z - z.max()) / np.exp(z - z.max()).sum(), 0.7)
-        if got == divided:
-            raise Mismatch(
-                f"{what} returned word {got}, not the most likely word, 2. Temperature 0 is greedy; "
-                "dividing the logits by 0 gives infinities (and NaN probabilities), so temperature 0 has "
-                "to be handled apart",
-                "zero-temperature-divides",
-            )
-        raise Mismatch(
-            f"{what} returned word {got}, not the most likely word, 2: temperature 0 is greedy, the word "
-            "with the largest logit, whatever u is",
-            "wrong-values",
-        )
+    facts = {"says": says, "code": "no-max-shift"}
+    yield Case("sample_next_word(logits, 1.0, 0.5) for logits in the hundreds", (big, 1.0, 0.5), {}, facts, 2)
+    says = (
+        "returned word {got}, not the most likely word, 2: temperature 0 is greedy, the word with the largest logit, "
+    )
+    says += "whatever u is"
+    what = f"sample_next_word(logits, 0, 0.7) for logits {_LOGITS.shape}"
+    yield Case(what, (_LOGITS, 0, 0.7), {}, {"says": says, "code": "wrong-values"}, 2)
 
 
 _STEP_SOLUTION = """
@@ -315,123 +237,79 @@ _STEP_SOLUTION = """
 _K, _V = "np.concatenate([cache_K, k[None]])[-window:]", "np.concatenate([cache_V, v[None]])[-window:]"
 
 
+def _step_families(got, expected, case):
+    """The weights applied to the keys; the scores divided by another size than √d."""
+    word, position, cache_K, cache_V, project, window = case.args
+    _, K, V = expected
+    q = project(word, position)[0]
+    weights = softmax(K @ q / np.sqrt(len(q)))  # (rows kept,)
+    what = f"{case.what}: out"
+    wrong_array_weighted(got[0], {"the keys K": weights @ K}, what, "the values V")
+    sizes = {"d": len(q), "window": window, "the number of rows kept": len(K), "the position": position}
+    scores_divided_by(got[0], functools.partial(ref.attend_one, q, K, V), what, sizes, ("√d", np.sqrt(len(q))))
+
+
 @exercise(
-    notebook="11_tiny_gpt",
     hint="Project the new word at its position, append its key and value to the cached ones, keep only the "
     "latest `window` of them, and let the new word's query attend over those: a softmax of the scaled "
     "scores, then the weighted sum of the values.",
-    hint2=(
-        "Check the window on a small case: with window = 3 the fifth word attends to words 3, 4 and 5 and "
-        "never to 1 or 2, so the caches keep only the latest rows. Rotate with the position you are given: "
-        "once the window slides it is no longer the number of cached rows. The scores are divided by √d, d "
-        "the width of what project gives."
-    ),
+    hint2="Check the window on a small case: with window = 3 the fifth word attends to words 3, 4 and 5 and "
+    "never to 1 or 2, so the caches keep only the latest rows. Rotate with the position you are given: "
+    "once the window slides it is no longer the number of cached rows. The scores are divided by √d, d "
+    "the width of what project gives.",
     solution=_STEP_SOLUTION,
-    mistakes={
-        "cache-not-appended": edited(_STEP_SOLUTION, ("weights @ V, K, V", "weights @ V, cache_K, cache_V")),
-        "own-key-left-out": edited(
-            _STEP_SOLUTION,
-            ("scores = K @ q", "scores = cache_K[-window:] @ q"),
-            ("return weights @ V, K, V", "return weights @ cache_V[-window:], K, V"),
-        ),
-        "no-window": edited(_STEP_SOLUTION, (_K, _K[:-10]), (_V, _V[:-10])),
-        "window-after-attending": edited(
-            _STEP_SOLUTION,
-            (_K, _K[:-10]),
-            (_V, _V[:-10]),
-            ("return weights @ V, K, V", "return weights @ V, K[-window:], V[-window:]"),
-        ),
-        "kept-oldest": edited(
-            _STEP_SOLUTION, (_K, _K.replace("-window:", ":window")), (_V, _V.replace("-window:", ":window"))
-        ),
-        "new-row-first": edited(
-            _STEP_SOLUTION, ("[cache_K, k[None]]", "[k[None], cache_K]"), ("[cache_V, v[None]]", "[v[None], cache_V]")
-        ),
-        "position-from-cache-length": edited(
-            _STEP_SOLUTION, ("project(word_id, position)", "project(word_id, len(cache_K))")
-        ),
-        "no-square-root": edited(_STEP_SOLUTION, ("/ np.sqrt(len(q))", "")),
-        "divided-by-d": edited(_STEP_SOLUTION, ("/ np.sqrt(len(q))", "/ len(q)")),
-    },
+    mistakes=r"""
+        cache-not-appended: `weights @ V, K, V` → `weights @ V, cache_K, cache_V`
+            {what}: the returned cache_K is the cache you were given; return it with the new word's row after the cached
+            ones, so that the next step sees this word
+        own-key-left-out: `scores = K @ q` → `scores = cache_K[-window:] @ q`
+            `weights @ V, K, V` → `weights @ cache_V[-window:], K, V`
+            {what}: out attended over the cached words only; the new word may also see itself: attend after appending
+            its key and value
+        no-window: `np.concatenate([cache_K, k[None]])[-window:]` → `np.concatenate([cache_K, k[None]])`
+            `np.concatenate([cache_V, v[None]])[-window:]` → `np.concatenate([cache_V, v[None]])`
+            {what}: the returned cache_K has {rows} rows; keep the latest {window}, so the cache never outgrows the
+            window (each word sees at most window words, itself included)
+        window-after-attending: `np.concatenate([cache_K, k[None]])[-window:]` → `np.concatenate([cache_K, k[None]])`
+            `np.concatenate([cache_V, v[None]])[-window:]` → `np.concatenate([cache_V, v[None]])`
+            `return weights @ V, K, V` → `return weights @ V, K[-window:], V[-window:]`
+            {what}: out attended over all {rows} rows, then the cache was cut to {window}; cut first, so that the new
+            word sees itself and {before} words before it, as in training
+        kept-oldest: `np.concatenate([cache_K, k[None]])[-window:]` → `np.concatenate([cache_K, k[None]])[:window]`
+            `np.concatenate([cache_V, v[None]])[-window:]` → `np.concatenate([cache_V, v[None]])[:window]`
+            {what}: the returned cache_K kept the oldest {window} rows and dropped the new word's; keep the latest
+            {window}, the new word's row last
+        new-row-first: `[cache_K, k[None]]` → `[k[None], cache_K]`, `[cache_V, v[None]]` → `[v[None], cache_V]`
+            {what}: the returned cache_K has the new word's row first; keep the rows in the order of the words, oldest
+            first, so that cutting the oldest keeps the latest
+        position-from-cache-length: `project(word_id, position)` → `project(word_id, len(cache_K))`
+            {what}: the new word was turned to position {n}, the number of cached rows, instead of its position in the
+            text, {position}: once the window slides the cache holds fewer rows than the text has words, and the
+            rotation must match the positions of the cached keys
+        no-square-root: `/ np.sqrt(len(q))` → ``
+            {what}: out used the scores without dividing them by √d = {root:g}: scaled attention divides each score by
+            the square root of the width (04)
+        divided-by-d: `/ np.sqrt(len(q))` → `/ len(q)`
+            {what}: out divided the scores by d = {d}; scaled attention divides them by √d = {root:g}, the square root
+            of the width (04)
+    """,
+    returns=("out", "cache_K", "cache_V"),
+    compare=lambda got, expected, case: [
+        expect_close(got[i], expected[i], f"{case.what}: {name}")
+        for i, name in ((1, "cache_K"), (2, "cache_V"), (0, "out"))
+    ],  # the caches first: a wrong cache makes a wrong out
+    families=_step_families,
 )
-def cached_attention_step(answer):
-    project, window, words = ref.toy_projection(), 4, [3, 1, 4, 1, 5, 8, 2]
+def cached_attention_step():
+    project, window, words = ref.toy_projection(), 3, [3, 1, 4, 1, 5, 8, 2]  # the window is not d = 4
     cache_K, cache_V = map(np.array, zip(*(project(w, p)[1:] for p, w in enumerate(words[:2])), strict=True))  # (2, d)
-    for position in range(2, len(words)):  # one word at a time; from position 4 on the window slides
+    for position in range(2, len(words)):  # one word at a time; from position 3 on the window slides
         word, n = words[position], len(cache_K)
-        what = f"cached_attention_step at position {position} with {n} words cached (window {window})"
-        got_out, got_K, got_V = returned_tuple(
-            call(answer, word, position, cache_K, cache_V, project, window), ("out", "cache_K", "cache_V"), what
-        )
         q, k, v = project(word, position)
-        K_all, V_all = np.concatenate([cache_K, k[None]]), np.concatenate([cache_V, v[None]])  # (n + 1, d)
-        K, V = K_all[-window:], V_all[-window:]  # (at most window, d)
-        for got, old, new, name in ((got_K, cache_K, K_all, "cache_K"), (got_V, cache_V, V_all, "cache_V")):
-            if n + 1 > window and matches(got, new[:window]):
-                raise Mismatch(
-                    f"{what}: the returned {name} kept the oldest {window} rows and dropped the new "
-                    f"word's; keep the latest {window}, the new word's row last",
-                    "kept-oldest",
-                )
-            if matches(got, np.concatenate([new[-1:], old])[:window]):
-                raise Mismatch(
-                    f"{what}: the returned {name} has the new word's row first; keep the rows in the "
-                    "order of the words, oldest first, so that cutting the oldest keeps the latest",
-                    "new-row-first",
-                )
-            if matches(got, old):
-                raise Mismatch(
-                    f"{what}: the returned {name} is the cache you were given; return it with the new "
-                    "word's row after the cached ones, so that the next step sees this word",
-                    "cache-not-appended",
-                )
-            if n + 1 > window and matches(got, new):
-                raise Mismatch(
-                    f"{what}: the returned {name} has {n + 1} rows; keep the latest {window}, so the "
-                    "cache never outgrows the window (each word sees at most window words, itself "
-                    "included)",
-                    "no-window",
-                )
-        q_len, k_len, _ = project(word, n)
-        K_len = np.concatenate([cache_K, k_len[None]])[-window:]
-        if n != position and (matches(got_K, K_len) or matches(got_out, ref.attend_one(q_len, K_len, V))):
-            raise Mismatch(
-                f"{what}: the new word was turned to position {n}, the number of cached rows, instead "
-                f"of its position in the text, {position}: once the window slides the cache holds fewer "
-                "rows than the text has words, and the rotation must match the positions of the cached "
-                "keys",
-                "position-from-cache-length",
-            )
-        expect_close(got_K, K, f"{what}: cache_K")
-        expect_close(got_V, V, f"{what}: cache_V")
-        for code, wrong, says in (
-            (
-                "own-key-left-out",
-                ref.attend_one(q, cache_K[-window:], cache_V[-window:]),
-                "out attended over the "
-                "cached words only; the new word may also see itself: attend after appending its key and value",
-            ),
-            (
-                "window-after-attending",
-                ref.attend_one(q, K_all, V_all),
-                f"out attended over all {n + 1} rows, then the "
-                f"cache was cut to {window}; cut first, so that the new word sees itself and {window - 1} words before "
-                "it, as in training",
-            ),
-            (
-                "no-square-root",
-                ref.attend_one(q, K, V, scale=1),
-                f"out used the scores without dividing them by √d = "
-                f"{np.sqrt(len(q)):g}: scaled attention divides each score by the square root of the width (04)",
-            ),
-            (
-                "divided-by-d",
-                ref.attend_one(q, K, V, scale=len(q)),
-                f"out divided the scores by d = {len(q)}; scaled "
-                f"attention divides them by √d = {np.sqrt(len(q)):g}, the square root of the width (04)",
-            ),
-        ):
-            if (code != "window-after-attending" or n + 1 > window) and matches(got_out, wrong):
-                raise Mismatch(f"{what}: {says}", code)
-        expect_close(got_out, ref.attend_one(q, K, V), f"{what}: out")
+        K = np.concatenate([cache_K, k[None]])[-window:]  # (at most window, d)
+        V = np.concatenate([cache_V, v[None]])[-window:]
+        facts = {"n": n, "rows": n + 1, "window": window, "before": window - 1, "position": position, "d": len(q)}
+        what = f"cached_attention_step at position {position} with {n} words cached (window {window})"
+        args = (word, position, cache_K, cache_V, project, window)
+        yield Case(what, args, {}, {**facts, "root": np.sqrt(len(q))}, (ref.attend_one(q, K, V), K, V))
         cache_K, cache_V = K, V

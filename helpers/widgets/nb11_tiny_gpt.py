@@ -19,14 +19,36 @@ _SHOWN_WORDS = 10  # the most likely next words drawn as bars
 _MAX_SENTENCE = 24  # words "write a sentence" adds at most before it stops without a "."
 
 
-def gpt_prompt_words(text):
-    """The words of typed text as the model reads them: lower case, "." a word of its own, other punctuation gone.
+_ENDS = "!?"  # typed sentence ends, read as the model's only punctuation, "."
+_OTHER_PUNCTUATION = "".join(c for c in string.punctuation if c not in "." + _ENDS)
 
-    Shapes: str -> list of str ("The cat meows. The" -> ["the", "cat", "meows", ".", "the"]).
+
+def _read(text):
+    """The typed text as the model reads it: its words, and the punctuation read as "." or left out (sorted)."""
+    text = str(text).lower()
+    ends = sorted({c for c in text if c in _ENDS})
+    for end in "." + _ENDS:
+        text = text.replace(end, " . ")
+    words = [word.strip(_OTHER_PUNCTUATION) for word in text.split()]
+    dropped = sorted({c for word in text.split() for c in word if c in _OTHER_PUNCTUATION} - set("".join(words)))
+    return [word for word in words if word], ends, dropped
+
+
+def gpt_prompt_words(text):
+    """The words of typed text as the model reads them: lower case, "." a word of its own, "!" and "?" read as
+    ".", other punctuation at a word's ends left out.
+
+    Shapes: str -> list of str ("The cat meows! The" -> ["the", "cat", "meows", ".", "the"]).
     """
-    text = str(text).lower().replace(".", " . ")
-    words = (word.strip(string.punctuation.replace(".", "")) for word in text.split())
-    return [word for word in words if word]
+    return _read(text)[0]
+
+
+def _punctuation_note(text):
+    """A sentence saying how the model read the typed punctuation ("" when it was "." only, or none)."""
+    _, ends, dropped = _read(text)
+    said = [f"{' and '.join(repr(c) for c in ends)} read as '.'"] if ends else []
+    said += [f"{' '.join(repr(c) for c in dropped)} left out"] if dropped else []
+    return f"The model knows no punctuation but '.': {'; '.join(said)}." if said else ""
 
 
 def gpt_next_word_view(params, config, words, temperature=1.0, top_k=None):
@@ -101,10 +123,11 @@ def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temper
     rng = np.random.default_rng(seed)
 
     def draw(prompt, temperature, top_k):
-        words = gpt_prompt_words(prompt)
+        words, note = gpt_prompt_words(prompt), _punctuation_note(prompt)
+        note = f"<p>{html.escape(note)}</p>" if note else ""
         problem = _problem(words)
         if problem:
-            show_html(f"<p>{html.escape(problem)}</p>")
+            show_html(f"<p>{html.escape(problem)}</p>" + note)
             return
         probs, rows, keys = gpt_next_word_view(params, config, words, temperature, None if top_k >= V else top_k)
         best = np.argsort(-probs, kind="stable")[:_SHOWN_WORDS]
@@ -119,7 +142,7 @@ def tiny_gpt_explorer(params, config, prompt="the cats near the old dog", temper
         labels = [f"layer {layer} head {head}" for layer in range(len(rows)) for head in range(rows.shape[1])]
         title = f"where {keys[-1]!r} looks" + (f" (its latest {_SHOWN_KEYS} words)" if len(keys) > _SHOWN_KEYS else "")
         heat = html_plots.heatmap(shown, labels, keys[-_SHOWN_KEYS:], title=title, cmap="Blues", vmin=0, vmax=1)
-        show_html(html_plots.side_by_side(bars, heat) + _verdict(words))
+        show_html(html_plots.side_by_side(bars, heat) + note + _verdict(words))
 
     box = explorer(controls, draw)
 
@@ -169,6 +192,7 @@ def demos():
             ("prompt", ""),
             ("temperature", 0.0),
             ("prompt", "The cat meows. The dogs"),
+            ("prompt", "the cats meow! the dog, near the cow?"),
             ("prompt", " ".join(["the cat meows ."] * 6)),
         ],
     )

@@ -331,7 +331,7 @@ def plan_of(room, learner):
 def attempts(plan):
     """The code a learner runs in their 03 kernel: each planned answer checked by the real check, then
     wait until the reporter has sent every verdict (on its background thread)."""
-    lines = ["from helpers import checks", "from helpers.checks import _report"]
+    lines = ["from helpers import checks", "from helpers import board_report as _report"]
     for exercise, answer in plan.items():
         source = f"checks.EXERCISES[{exercise!r}]." + ("solution" if answer == "solution" else f"mistakes[{answer!r}]")
         lines += [f"exec({source})", f"print('mistake:', checks.{exercise}({exercise}).mistake)"]

@@ -1,4 +1,4 @@
-"""Reporting a check's verdict to the class board, on a JupyterHub that runs one (deploy/board/).
+"""Reporting each check's verdict to the class board, on a JupyterHub that runs one (deploy/board/).
 
 What is sent, and only when every check finishes on such a hub: the exercise's name, the verdict
 (correct / incorrect / not attempted), the mistake's code (e.g. "wrong-axis") and the first line
@@ -10,6 +10,9 @@ It does nothing off a hub: it needs the variables JupyterHub sets in a learner's
 which the hub's board configuration sets. A post goes out on a background thread with a short
 timeout, so a cell waits only for a queue's put (microseconds); it never raises and never prints.
 `checks.reporting(False)` switches it off for the rest of the kernel's life (`True` back on).
+
+Importing this module hands it every verdict (`checks.on_verdict`): the hub's board configuration
+names it in WORKSHOP_CHECK_HOOKS, which `helpers.checks` imports in each learner's kernel.
 """
 
 import json
@@ -18,6 +21,8 @@ import queue
 import re
 import threading
 import urllib.request
+
+from helpers import checks
 
 BOARD_URL = "WORKSHOP_BOARD_URL"  # the variable the hub's board configuration sets in learners' servers
 TIMEOUT = 3.0  # seconds a post may take on the background thread before it is given up
@@ -42,24 +47,17 @@ def board_address(environ=None):
     return board.rstrip("/") + "/api/verdicts"
 
 
-def reporting(on=None):
-    """Switch sending your verdicts to the instructor's board off (`False`) or on (`True`); print what holds.
-
-    Sent, on a hub with a board only: the exercise, the verdict, the mistake's code and the message's first line.
-    """
-    if on is not None:
-        if not isinstance(on, bool):
-            raise TypeError(f"reporting(on) takes True or False, got {type(on).__name__}")
-        _state["on"] = on
+def switch(on):
+    """`checks.reporting(on)` switched sending on or off: say what holds now."""
+    _state["on"] = on
     if board_address() is None:
-        print("Reporting to the class board: no board here (not on a hub that runs one), so nothing is sent.")
-    elif _state["on"]:
-        print(
+        return "Reporting to the class board: no board here (not on a hub that runs one), so nothing is sent."
+    if on:
+        return (
             "Reporting to the class board: on (the exercise, the verdict, the mistake's code and the message's "
             "first line). checks.reporting(False) stops it."
         )
-    else:
-        print("Reporting to the class board: off. Nothing is sent.")
+    return "Reporting to the class board: off. Nothing is sent."
 
 
 def payload(exercise, verdict, mistake, message):
@@ -121,3 +119,7 @@ def wait_sent(timeout=5.0):
 
     threading.Thread(target=join, daemon=True).start()
     return done.wait(timeout)
+
+
+report.switch = switch
+checks.on_verdict(report)

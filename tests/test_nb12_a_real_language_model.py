@@ -1,11 +1,17 @@
-"""What 12_a_real_language_model adds: its explorer (a prompt, temperature, top-k, a layer, two buttons)."""
+"""What 12_a_real_language_model adds: its explorer (a prompt, temperature, top-k, a layer, two buttons) and its
+three exercises."""
 
 import numpy as np
 import pytest
+from _answers import mistake_cases, reads_as_meant, solution
 
 from helpers import widgets
+from helpers.masking import causal_mask
+from helpers.multihead import split_heads
 from helpers.next_word import next_word_distribution
-from helpers.pretrained import WeightsNotFoundError, load_smollm2
+from helpers.positional import apply_rotary
+from helpers.pretrained import WeightsNotFoundError, gguf, llama, load_smollm2
+from helpers.pretrained.smollm2 import smollm2_path
 from helpers.widgets import nb12_a_real_language_model as nb12
 
 
@@ -166,3 +172,76 @@ def test_missing_weights_give_the_install_command_in_the_explorer(shown, monkeyp
     box.buttons["write 30 tokens"].click()
     box.controls["prompt"].value = "Hello"
     assert "Install them with:<br>" in shown[-1]
+
+
+# --- the exercises ------------------------------------------------------------------------------------------
+
+MESSAGES = {  # exercise -> {mistake: phrases its message must hold}
+    "unpack_q8_0": {
+        "q-unsigned": ["unsigned bytes, 0 to 255", "a byte of 255 is the number −1"],
+        "scale-not-float16": ["as a whole number (int16)", "16-bit float"],
+        "scale-one-byte": ["the first byte alone", "the first two bytes together"],
+        "scale-big-endian": ["highest first (big-endian)", "lowest byte first (little-endian)"],
+        "scale-at-the-end": ["from the last two bytes", "starts with its scale"],
+        "scale-forgotten": ["returned the whole numbers q", "scale d times q"],
+    },
+    "decoder_parameters": {
+        "kv-heads-ignored": ["gave 147,786,048", "only n_kv_heads of them"],
+        "output-not-tied": ["gave 162,826,560", "counted twice", "tied"],
+        "two-matrices": ["gave 107,972,928", "SwiGLU has three"],
+        "layer-norms": ["gave 134,550,144", "a scale and a shift", "only its scale"],
+        "one-norm-per-layer": ["gave 134,497,728", "each layer has two"],
+        "final-norm-forgotten": ["gave 134,514,432", "the final norm"],
+        "embedding-forgotten": ["gave 106,203,456", "the embedding table was left out"],
+        "biases-counted": ["gave 134,566,848", "biases were counted"],
+    },
+    "gqa_step": {
+        "tiled-heads": ["h mod n_kv (0 → 0, 1 → 1, 2 → 0", "h // group (0 → 0, 1 → 0, 2 → 0, 3 → 1"],
+        "own-key-left-out": ["the 6 cached tokens only", "all 7"],
+        "cache-not-appended": ["the cache you were given, 6 tokens", "(7 tokens)"],
+        "new-token-first": ["the new token's key first", "oldest first"],
+        "no-scale": ["without dividing them by √d = √4"],
+        "scaled-by-d-model": ["√(n_heads·d) = √24", "√d = √4"],
+        "softmax-over-heads": ["normalised across the 6 query heads", "over the 7 tokens must sum to 1"],
+        "group-is-n-kv": ["repeated n_kv = 2 times", "a group of n_heads / n_kv = 3 query heads"],
+    },
+}
+
+
+@pytest.mark.parametrize("name, code", mistake_cases(MESSAGES))
+def test_each_mistake_reads_as_meant(name, code, capsys):
+    reads_as_meant(MESSAGES, name, code)
+
+
+def test_unpack_q8_0_is_the_readers_dequantisation_of_the_real_embedding(model):
+    _, tensors = gguf.read_gguf(smollm2_path())
+    kind, shape, raw = tensors["token_embd.weight"]
+    blocks = raw.reshape(-1, 34)[: 18 * 5]  # (90, 34): the first five tokens' rows, 18 blocks of 32 each
+    assert kind == "Q8_0" and shape == (49_152, 576)
+    unpacked = solution("unpack_q8_0")(blocks)  # (90, 32)
+    assert np.array_equal(unpacked, gguf.dequantize_q8_0(blocks))
+    assert np.array_equal(unpacked.reshape(5, 576), model.embedding[:5])
+
+
+def test_decoder_parameters_counts_the_loaded_model_and_each_part(model):
+    c = model.config
+    count = solution("decoder_parameters")(c.vocab_size, c.d_model, c.n_layers, c.n_heads, c.n_kv_heads, c.d_ff)
+    assert count == model.n_parameters() == 134_515_008
+    tiny = solution("decoder_parameters")(10, 4, 1, 2, 1, 6)  # 2 heads of 2, 1 key/value head
+    # by hand: the embedding 10 x 4; W_q and W_o 4 x 4; W_k and W_v 4 x 2; three 4 x 6 matrices; 3 norms of 4
+    assert tiny == 40 + 2 * 16 + 2 * 8 + 3 * 24 + 3 * 4 == 172
+
+
+def test_gqa_step_is_one_cached_step_of_the_models_attention(model, rng):
+    """The solution, on layer 0's real queries, keys and values, gives what attention_block's cache gives."""
+    c, layer = model.config, model.layers[0]
+    x = model.embedding[model.tokenizer.encode("The cat sat on the mat.")]  # (7, 576)
+    h = llama.rms_norm(x, layer.attn_norm, c.eps)
+    positions = np.arange(len(x))
+    q = apply_rotary(split_heads(h @ layer.W_q, c.n_heads), positions, c.rope_theta)  # (9, 7, 64)
+    k = apply_rotary(split_heads(h @ layer.W_k, c.n_kv_heads), positions, c.rope_theta)  # (3, 7, 64)
+    v = split_heads(h @ layer.W_v, c.n_kv_heads)  # (3, 7, 64)
+    out, cache_K, cache_V = solution("gqa_step")(q[:, -1], k[:, -1], v[:, -1], k[:, :-1], v[:, :-1])
+    expected = llama.grouped_query_attention(q, k, v, causal_mask(len(x)))[0][:, -1]  # (9, 64): the last token's
+    assert np.allclose(out, expected, atol=1e-5)
+    assert np.array_equal(cache_K, k) and np.array_equal(cache_V, v)

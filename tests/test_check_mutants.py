@@ -91,6 +91,16 @@ EQUIVALENT = {  # exercise -> {mutant: why it is the same function}
         "0 → -1, in `picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)...`": "the axis it "
         "indexes has length 1 there"
     },
+    "gqa_step": {
+        "axis=-1 → axis=None, in `weights = np.exp(scores - scores.max(axis=-1, keepdims=True))`": SCORES_OF_ORDER_1,
+        "operator swapped: scores - scores.max(axis=-1, keepdims=True) → scores + scores.max(axis=-1, "
+        "keepdims=True), in `weights = np.exp(scores - scores.max(axis=-1, keepdims=True))`": SCORES_OF_ORDER_1,
+        **{
+            f'argument swapped: q → {other}, in `scores = np.einsum("hd,htd->ht", q, K_h) / '
+            "np.sqrt(q.shape[-1])` (again)": "q, k, v and the caches all end in the same width, d"
+            for other in ("k", "v", "cache_K", "cache_V")
+        },
+    },
     "cached_attention_step": {
         "operator swapped: scores - scores.max() → scores + scores.max(), in `weights = np.exp(scores - "
         "scores.max())`": SCORES_OF_ORDER_1

@@ -279,6 +279,24 @@ def _positions(rng):
     return rng.integers(0, 600, size=int(rng.integers(1, 7))) if rng.random() < 0.5 else rng.uniform(0, 60, size=3)
 
 
+def _q8_0_inputs(rng):
+    n = int(rng.integers(1, 6))
+    scales = np.asarray(rng.uniform(-0.05, 0.05, size=(n, 1)), dtype="<f2")  # (n, 1): each block's float16 scale
+    numbers = rng.integers(-128, 128, size=(n, 32)).astype(np.int8)  # (n, 32): signed bytes
+    return (np.concatenate([scales.view(np.uint8), numbers.view(np.uint8)], axis=1),), {}  # (n, 34) uint8
+
+
+def _gqa_inputs(rng):
+    n_kv, group, T, d = (
+        int(rng.integers(1, 4)),
+        int(rng.integers(1, 4)),
+        int(rng.integers(1, 7)),
+        int(rng.integers(1, 7)),
+    )
+    q, k, v = rng.normal(size=(n_kv * group, d)), rng.normal(size=(n_kv, d)), rng.normal(size=(n_kv, d))
+    return (q, k, v, rng.normal(size=(n_kv, T, d)), rng.normal(size=(n_kv, T, d))), {}
+
+
 RANDOM_INPUTS = {  # exercise -> rng -> (args, kwargs): inputs of many sizes, none of them equal by design
     "cosine_similarity": lambda rng: ((rng.normal(size=(d := int(rng.integers(2, 9)))), rng.normal(size=d)), {}),
     "nearest_neighbours": lambda rng: (
@@ -332,6 +350,13 @@ RANDOM_INPUTS = {  # exercise -> rng -> (args, kwargs): inputs of many sizes, no
         {},
     ),
     "cached_attention_step": _cached_step_inputs,
+    "unpack_q8_0": _q8_0_inputs,
+    "decoder_parameters": lambda rng: (
+        (int(rng.integers(2, 500)), (h := int(rng.integers(1, 9))) * int(rng.integers(1, 9)), int(rng.integers(1, 9)))
+        + (h, h // int(rng.choice([d for d in range(1, h + 1) if h % d == 0])), int(rng.integers(1, 50))),
+        {},
+    ),
+    "gqa_step": _gqa_inputs,
 }
 
 

@@ -133,7 +133,8 @@ def mistakes_of(table, solution):
 
     An entry is a line `code: `old` → `new`, `old` → `new`` (each change of the solution, \\n for a new line;
     more changes may follow on lines of their own), or `code:` and a whole function below it, indented; then its
-    message, indented, on the lines below, joined with spaces. An entry with no message is named by the families.
+    message, indented, on the lines below, joined with spaces. An entry with no message says what the entry above
+    it with the same code says; when none does, the families name it.
     """
     if isinstance(table, dict):
         return [Mistake(code, textwrap.dedent(source).strip()) for code, source in table.items()]
@@ -153,10 +154,11 @@ def mistakes_of(table, solution):
             ways[-1][1].extend(changes)
         elif line:
             whole = ways[-1][3].append(line)
-    return [
-        Mistake(code, "\n".join(source) if source else edited(solution, *edits), " ".join(says) or None, edits)
-        for code, edits, source, says in ways
-    ]
+    mistakes = []
+    for code, edits, source, says in ways:
+        says = " ".join(says) or next((m.says for m in mistakes if m.code == code and m.says), None)
+        mistakes.append(Mistake(code, "\n".join(source) if source else edited(solution, *edits), says, edits))
+    return mistakes
 
 
 def agrees(a, b):

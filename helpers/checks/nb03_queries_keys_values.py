@@ -37,8 +37,6 @@ _PLAIN = "Scaling is notebook 04's subject; here return the plain dot products o
             queries with the keys, before any softmax
         weights-not-scores: `Q @ K.T  #` → `np.exp(Q @ K.T / np.sqrt(K.shape[-1]))  #`
             `V, scores` → `V, scores / scores.sum(axis=-1, keepdims=True)`
-            {what}: your scores are already weights (each row sums to 1). Return the raw scores, the dot products of the
-            queries with the keys, before any softmax
         elementwise: `Q @ K.T` → `Q * K`
             {what}: your scores have shape ({T}, {d_k}): you multiplied Q and K entry by entry, which pairs each token
             only with itself. The scores pair every query with every key: a ({T}, {T}) table of dot products

@@ -184,8 +184,6 @@ def _divisor(got, scores):
             softmax comes after them, in attention
         softmax-applied:
             `return Q @ K.T / np.sqrt(d_k)` → `e = np.exp(Q @ K.T)\n    return e / e.sum(axis=-1, keepdims=True)`
-            {what}: your scores are already weights (each row sums to 1). Return the scaled scores themselves; the
-            softmax comes after them, in attention
     """,
     read=_scores_pair,
     compare=_scaled_right,

@@ -38,9 +38,6 @@ _FUTURE = (
             before it. Rows are queries and columns are keys; a query may see the keys up to its own position ({own}),
             on and below the diagonal
         future-visible: `key_pos <= query_pos` → `key_pos >= query_pos`
-            {what} is True on and above the diagonal: each query may see the keys after it (the future) but not the ones
-            before it. Rows are queries and columns are keys; a query may see the keys up to its own position ({own}),
-            on and below the diagonal
         true-means-blocked: `key_pos <= query_pos` → `key_pos > query_pos`
             {what} is True exactly where the key comes after the query, where attention must be blocked. In this
             workshop a mask's True means 'may attend' (some libraries use the opposite convention, True = blocked)

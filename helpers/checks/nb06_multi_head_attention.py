@@ -110,9 +110,6 @@ _JOINED = "np.swapaxes(H, -3, -2)"
             side by side, (..., T, h·d_head) = (..., {T}, {d_model}); the sum over heads appears only once the output
             projection has been applied
         heads-added: `*batch, n_heads, T, ` → `return H.mean(axis=-3)\n    *batch, n_heads, T, `
-            {what} has shape {got.shape}, (..., T, d_head): you added the heads up (or averaged them). Merging puts them
-            side by side, (..., T, h·d_head) = (..., {T}, {d_model}); the sum over heads appears only once the output
-            projection has been applied
         last-two-axes: `np.swapaxes(H, -3, -2)` → `np.swapaxes(H, -2, -1)`
             {what}: you exchanged the last two axes, the tokens and d_head, before joining, so each row of your result
             holds numbers of several tokens. The axes to exchange are the heads and the tokens (the third-last and the
@@ -206,9 +203,6 @@ def _values_and_scales(got, expected, case):
         tokens-mixed:
             `M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)` → `M.reshape(n_heads, M.shape[0], d_head)`
             `heads.transpose(1, 0, 2).` → `heads.transpose(1, 0, 2).`
-            {what}: your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head) fills head 0 with the
-            first tokens' numbers in memory order, so a head's rows are pieces of several tokens. Cut each token's
-            columns into (h, d_head) first, then move the heads axis in front
         mask-none: `if mask is not None:\n        scores = np.where` → `scores = np.where`
             {what}: with mask=None every score was blocked, so your result is all NaN (with a mask that allows every key
             it is right). None means no mask: every query sees every key; block scores only when a mask is given

@@ -165,8 +165,6 @@ _ADD_AT = "np.add.at(d_E, ids, d_X)"
             {what}: your table has one column per position of a sentence, T = {T}, where dE has one per dimension of a
             word vector, d_model = {d_model}, the last axis of d_X: dE has the shape of E, ({vocab_size}, {d_model})
         width-from-sentence-length: `d_X.shape[-1]` → `d_X.shape[1]`, `np.add.at(d_E, ids, d_X)` → `d_E[ids] += d_X`
-            {what}: your table has one column per position of a sentence, T = {T}, where dE has one per dimension of a
-            word vector, d_model = {d_model}, the last axis of d_X: dE has the shape of E, ({vocab_size}, {d_model})
         flattened-ids-only: `np.add.at(d_E, ids, d_X)` → `np.add.at(d_E, ids.ravel(), d_X)`
             {what}: the gradients added do not fit the rows they go into. The ids name {n} places, and d_X holds one row
             of width d_model = {d_model} for each; if you flattened the ids to ({n},), flatten d_X the same way, to

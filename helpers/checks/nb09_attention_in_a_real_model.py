@@ -85,9 +85,6 @@ _MATRIX = [
             keys, which have d_head = {d_head}; take this head's slice of the bias, the same d_head positions as its
             columns of W
         whole-bias: ` + attention.b_k[cols]` → ` + attention.b_k`
-            {what}: your code added a whole bias, all d_model = {d_model} numbers of b_q or b_k, to this head's query or
-            keys, which have d_head = {d_head}; take this head's slice of the bias, the same d_head positions as its
-            columns of W
         softmax-whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
             `scores.max())` → `scores.max(axis=-1, keepdims=True))`
             `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
@@ -99,14 +96,10 @@ _MATRIX = [
             and adding up to 1 over the keys
         no-softmax: `e = np.exp(scores - scores.max())\n    return e / e.sum()` → `return scores`
             ` / np.sqrt(d_head)` → ``
-            {what}: you returned the scores themselves (they sum to {total}); the weights are their softmax, positive
-            and adding up to 1 over the keys
         not-normalised: `e / e.sum()` → `e`
             {what}: you took the exponential of the scores but did not divide by their sum over the keys, so your
             weights add up to {total}, not 1
         not-normalised: `e / e.sum()` → `e`, `scores - scores.max()` → `scores`
-            {what}: you took the exponential of the scores but did not divide by their sum over the keys, so your
-            weights add up to {total}, not 1
         softmax-over-queries: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
             `scores.max())` → `scores.max(axis=-1, keepdims=True))`
             `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
@@ -171,8 +164,6 @@ _UNIT = "return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)"
             real tokens and 2 of padding)
         padding-averaged: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=1)`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what}: you averaged the padding positions too; average only where real is True (the second sentence has 4
-            real tokens and 2 of padding)
         not-normalised: `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
             {what}: the mean is right but its rows are not of length 1 (their lengths are {lengths}); divide each row by
             its own length
@@ -185,34 +176,23 @@ _UNIT = "return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)"
             {what}: you normalised each token before averaging; average first, then normalise the mean
         normalised-first: `counts = ` → `H = H / np.linalg.norm(H, axis=-1, keepdims=True)\n    counts = `
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what}: you normalised each token before averaging; average first, then normalise the mean
         one-length-for-all: `np.linalg.norm(pooled, axis=-1, keepdims=True)` → `np.linalg.norm(pooled)`
             {what}: you divided the rows by one length for all of them (or by each column's); each sentence's row is
             divided by its own length, so that every row has length 1
         one-length-for-all: `np.linalg.norm(pooled, axis=-1, keepdims=True)` → `np.linalg.norm(pooled, axis=0)`
-            {what}: you divided the rows by one length for all of them (or by each column's); each sentence's row is
-            divided by its own length, so that every row has length 1
         first-token: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H[:, 0]`
             {what}: you took each sentence's first token (the model's [CLS]) as its embedding; this model's sentence
             embedding is the mean over all of the sentence's real tokens, scaled to length 1
         first-token: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H[:, 0]`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what}: you took each sentence's first token (the model's [CLS]) as its embedding; this model's sentence
-            embedding is the mean over all of the sentence's real tokens, scaled to length 1
         averaged-sentences: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=0)`
             {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
             average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         averaged-sentences: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=0)`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
-            average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         averaged-sentences: `.sum(axis=1) / counts` → `.sum(axis=0) / real.sum(axis=0)[:, None]`
-            {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
-            average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         averaged-sentences: `.sum(axis=1) / counts` → `.sum(axis=0) / real.sum(axis=0)[:, None]`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
-            average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         mask-without-axis: `H * real[..., None]` → `H * real`
             {what}: H is (n, T, d) and real is (n, T), so numpy cannot multiply them: real needs a last axis of length
             1, (n, T, 1), to line up with each token's d numbers

@@ -48,8 +48,6 @@ def _update_families(got, expected, case):
             {what}: you multiplied the old sum by e^(m_new − m) = {inverted:.4g}, which grows it; the factor that
             shrinks old terms to the new max is e^(m − m_new) = {c:.4g}
         inverted-correction: `l * correction` → `l / correction`
-            {what}: you multiplied the old sum by e^(m_new − m) = {inverted:.4g}, which grows it; the factor that
-            shrinks old terms to the new max is e^(m − m_new) = {c:.4g}
         max-not-updated: `return m_new,` → `return m,`
             {what}: you returned the old max, m = {m:.4g}, but this block's largest score is {top:.4g}, so the running
             max is now {top:.4g}

@@ -6,11 +6,6 @@ from helpers.checks._core import Case, check_rng, exercise
 from helpers.checks._families import other_order, scores_divided_by, wrong_array_weighted
 from helpers.checks._reference import multihead_loop
 
-_FRONT = (
-    "you exchanged the second and third axes counted from the front, which are the {pair} axes only when there is "
-    "exactly one leading axis, and this {X} has {{leading}} leading axes. Count from the end, the third-last and "
-    "second-last, so it works for any number"
-)
 _SPLIT_PLACES = (
     "the right shape and the right numbers in the wrong places: head i takes d_head neighbouring columns of each "
     "token (head 0 the first d_head columns, head 1 the next d_head), and the tokens keep their order"
@@ -25,10 +20,9 @@ _MERGE_PLACES = (
     hint="Head i owns a block of d_head neighbouring columns of every token. Cut the last axis into two, (heads, "
     "d_head), then bring the heads axis in front of the tokens axis; np.swapaxes exchanges two axes, and "
     "counting axes from the end works whatever the number of leading axes.",
-    hint2="Try it on numbered entries: X of shape (2, 4) holding 0 to 7 row by row, and two heads. Head 0 must "
-    "hold 0, 1 and 4, 5 (the first two columns of both tokens), head 1 holds 2, 3 and 6, 7. If head 0 "
-    "comes out as 0, 1 and 2, 3, the tokens were mixed into the heads: one reshape alone cannot move the "
-    "heads in front of the tokens.",
+    hint2="Try it on numbered entries: X of shape (2, 4) holding 0 to 7 row by row, and two heads. Head 0 must hold 0, "
+    "1 and 4, 5 (the first two columns of both tokens), head 1 holds 2, 3 and 6, 7. If head 0 comes out as 0, 1 and 2, "
+    "3, the tokens were mixed into the heads: one reshape alone cannot move the heads in front of the tokens.",
     solution="""
         def split_heads_batched(X, n_heads):
             *batch, T, d_model = X.shape
@@ -65,7 +59,7 @@ _MERGE_PLACES = (
             whatever their number: (..., h, T, d_head)
     """,
     families=lambda got, expected, case: other_order(got, expected, case.what, "wrong-places", _SPLIT_PLACES),
-    forbid=("helpers.split_heads", "helpers.multihead.split_heads"),
+    forbid=("helpers.split_heads",),
 )
 def split_heads_batched():
     rng = check_rng()
@@ -81,20 +75,16 @@ def split_heads_batched():
         yield Case(what, (rng.normal(size=shape), n_heads), facts=facts)
 
 
-_JOINED = "np.swapaxes(H, -3, -2)"
-
-
 @exercise(
     hint="Undo the split in reverse order: bring the tokens axis back in front of the heads axis (np.swapaxes), "
     "then join the last two axes into one of width h·d_head.",
-    hint2="Merging undoes splitting: merging the split of any X must give X back, whatever the number of "
-    "leading axes. On the numbered example (two tokens, 0 to 7, two heads) the heads 0, 1 / 4, 5 and 2, 3"
-    " / 6, 7 must give back the rows 0 to 3 and 4 to 7. The heads sit side by side in each token's row: "
-    "they are not added.",
-    solution=f"""
+    hint2="Merging undoes splitting: merging the split of any X must give X back, whatever the number of leading axes. "
+    "On the numbered example (two tokens, 0 to 7, two heads) the heads 0, 1 / 4, 5 and 2, 3 / 6, 7 must give back the "
+    "rows 0 to 3 and 4 to 7. The heads sit side by side in each token's row: they are not added.",
+    solution="""
         def merge_heads_batched(H):
             *batch, n_heads, T, d_head = H.shape
-            H = {_JOINED}  # (..., T, h, d_head)
+            H = np.swapaxes(H, -3, -2)  # (..., T, h, d_head)
             return H.reshape(*batch, T, n_heads * d_head)  # (..., T, d_model)
     """,
     mistakes=r"""
@@ -127,7 +117,7 @@ _JOINED = "np.swapaxes(H, -3, -2)"
             by side
     """,
     families=lambda got, expected, case: other_order(got, expected, case.what, "wrong-places", _MERGE_PLACES),
-    forbid=("helpers.merge_heads", "helpers.multihead.merge_heads"),
+    forbid=("helpers.merge_heads",),
 )
 def merge_heads_batched():
     rng = check_rng()
@@ -136,27 +126,6 @@ def merge_heads_batched():
         *batch, n_heads, T, d_head = shape
         facts = {"h": n_heads, "T": T, "d_model": n_heads * d_head, "leading": len(batch), "first": shape[0]}
         yield Case(f"merge_heads_batched(H of shape {shape})", (rng.normal(size=shape),), facts=facts)
-
-
-_CROSS_SOLUTION = """
-        def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
-            d_head = W_q.shape[1] // n_heads
-
-            def split(M):  # (T, d_model) -> (h, T, d_head)
-                return M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
-
-            Q, K, V = split(x @ W_q), split(context @ W_k), split(context @ W_v)
-            scores = np.einsum("hqd,hkd->hqk", Q, K) / np.sqrt(d_head)  # (h, T_q, T_k)
-            if mask is not None:
-                scores = np.where(mask, scores, -np.inf)
-            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            weights = weights / weights.sum(axis=-1, keepdims=True)
-            heads = np.einsum("hqk,hkd->hqd", weights, V)  # (h, T_q, d_head)
-            return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o  # (T_q, d_model) @ (d_model, d_model)
-    """
-_SPLIT = "M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)"
-_MASKED = "if mask is not None:\n        scores = np.where(mask, scores, -np.inf)"
-_NORMED = "weights / weights.sum(axis=-1, keepdims=True)"
 
 
 def _values_and_scales(got, expected, case):
@@ -174,11 +143,25 @@ def _values_and_scales(got, expected, case):
     hint="The same steps as multi-head self-attention, except that the queries are projected from x and the keys "
     "and values from context. Each head's scores are divided by √d_head, blocked scores become −∞ before the "
     "softmax, and the merged heads are multiplied by W_o. np.einsum can run every head at once.",
-    hint2="Two things differ from self-attention: the queries have T_q rows and the keys T_k, so each head's "
-    "scores are (T_q, T_k); and the scale is √d_head with d_head = d_model / h, not √d_model. A check: "
-    "with the context equal to x and a mask of all True you must get exactly what multi-head self-"
-    "attention gives.",
-    solution=_CROSS_SOLUTION,
+    hint2="Two things differ from self-attention: the queries have T_q rows and the keys T_k, so each head's scores "
+    "are (T_q, T_k); and the scale is √d_head with d_head = d_model / h, not √d_model. A check: with the context equal "
+    "to x and a mask of all True you must get exactly what multi-head self-attention gives.",
+    solution="""
+        def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+            d_head = W_q.shape[1] // n_heads
+
+            def split(M):  # (T, d_model) -> (h, T, d_head)
+                return M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
+
+            Q, K, V = split(x @ W_q), split(context @ W_k), split(context @ W_v)
+            scores = np.einsum("hqd,hkd->hqk", Q, K) / np.sqrt(d_head)  # (h, T_q, T_k)
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            weights = weights / weights.sum(axis=-1, keepdims=True)
+            heads = np.einsum("hqk,hkd->hqd", weights, V)  # (h, T_q, d_head)
+            return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o  # (T_q, d_model) @ (d_model, d_model)
+    """,
     mistakes=r"""
         keys-from-x: `split(context @ W_k), split(context @ W_v)` → `split(x @ W_k), split(x @ W_v)`
             {what}: your keys and values come from x, so this is self-attention. In cross-attention only the queries
@@ -233,7 +216,7 @@ def _values_and_scales(got, expected, case):
             exponential is 1, so the blocked keys still get weight. A blocked score must be −∞
     """,
     families=_values_and_scales,
-    forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention"),
+    forbid=("helpers.MultiHeadAttention",),
 )
 def multi_head_cross_attention():
     rng = check_rng()

@@ -78,11 +78,8 @@ from helpers.positional import sinusoidal_positional_encoding
             and cosine written into it was cut to 0, 1 or −1
     """,
     combine=3,
-    forbid=(
-        "helpers.sinusoidal_positional_encoding",
-        "helpers.positional.sinusoidal_positional_encoding",
-        "helpers.positional.rotary_angles",
-    ),  # rotary_angles computes the table's angles
+    # rotary_angles computes the table's angles
+    forbid=("helpers.sinusoidal_positional_encoding", "helpers.positional.rotary_angles"),
 )
 def sinusoidal_table():
     # integer positions (as the notebook passes them), then float ones; never 0, 1, 2, ... in the first case

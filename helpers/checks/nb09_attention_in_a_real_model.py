@@ -36,34 +36,23 @@ def _row_families(got, expected, case):
     )
 
 
-_ROW_SOLUTION = """
-    def attention_row(X, attention, head, i):
-        d_head = attention.d_model // attention.n_heads
-        cols = slice(head * d_head, (head + 1) * d_head)  # this head's columns
-        q = X[i] @ attention.W_q[:, cols] + attention.b_q[cols]  # (d_model,) @ (d_model, d_head) -> (d_head,)
-        K = X @ attention.W_k[:, cols] + attention.b_k[cols]  # (T, d_model) @ (d_model, d_head) -> (T, d_head)
-        scores = K @ q / np.sqrt(d_head)  # (T, d_head) @ (d_head,) -> (T,)
-        e = np.exp(scores - scores.max())
-        return e / e.sum()
-"""
-# the whole (T, T) matrix of one head's weights, then one row of it: the edits below change how
-_MATRIX = [
-    ("q = X[i] @", "Q = X @"),
-    ("K @ q /", "Q @ K.T /"),
-    ("scores.max())", "scores.max(axis=-1, keepdims=True))"),
-    ("return e / e.sum()", "weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]"),
-]
-
-
 @exercise(
     hint="Each head owns its own slice of d_head columns of W_q and W_k, and the same slice of their biases. Make "
     "query i's vector and every token's key with that slice, score the keys against the query, scale by "
     "1/√d_head, and turn the T scores into weights with a softmax.",
-    hint2="Check the shapes: head h's query is d_head numbers, its keys (T, d_head), its scores and its weights"
-    " T numbers, the weights positive and adding up to 1. Head h owns columns h·d_head up to (h + "
-    "1)·d_head of W_q and W_k and the same entries of their biases: leave a bias out and the weights "
-    "differ from the model's.",
-    solution=_ROW_SOLUTION,
+    hint2="Check the shapes: head h's query is d_head numbers, its keys (T, d_head), its scores and its weights T "
+    "numbers, the weights positive and adding up to 1. Head h owns columns h·d_head up to (h + 1)·d_head of W_q and "
+    "W_k and the same entries of their biases: leave a bias out and the weights differ from the model's.",
+    solution="""
+        def attention_row(X, attention, head, i):
+            d_head = attention.d_model // attention.n_heads
+            cols = slice(head * d_head, (head + 1) * d_head)  # this head's columns
+            q = X[i] @ attention.W_q[:, cols] + attention.b_q[cols]  # (d_model,) @ (d_model, d_head) -> (d_head,)
+            K = X @ attention.W_k[:, cols] + attention.b_k[cols]  # (T, d_model) @ (d_model, d_head) -> (T, d_head)
+            scores = K @ q / np.sqrt(d_head)  # (T, d_head) @ (d_head,) -> (T,)
+            e = np.exp(scores - scores.max())
+            return e / e.sum()
+    """,
     mistakes=r"""
         no-biases: ` + attention.b_q[cols]` → ``, ` + attention.b_k[cols]` → ``
             {what}: you left out the biases; the model's queries and keys are X times W plus b (b_q and b_k, this head's
@@ -141,22 +130,17 @@ def attention_row():
         )
 
 
-_POOLED = "pooled = (H * real[..., None]).sum(axis=1) / counts"
-_UNIT = "return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)"
-
-
 @exercise(
     hint="Average each sentence's token vectors over its real tokens only, then divide that mean by its own length "
     "(np.linalg.norm gives a vector's length).",
-    hint2="Check it on a padded batch: a sentence's embedding must not change when padding tokens are added to "
-    "it, and every row of the result must have length 1. The mask is 1 at real tokens and 0 at padding; "
-    "to zero the padding rows of H, (n, T, d), it needs a last axis of length 1. The mean divides by the "
-    "count of real tokens, not by T.",
-    solution=f"""
+    hint2="Check it on a padded batch: a sentence's embedding must not change when padding tokens are added to it, and "
+    "every row of the result must have length 1. The mask is 1 at real tokens and 0 at padding; to zero the padding "
+    "rows of H, (n, T, d), it needs a last axis of length 1. The mean divides by the count of real tokens, not by T.",
+    solution="""
         def sentence_embedding(H, real):
             counts = real.sum(axis=1, keepdims=True)  # (n, 1): real tokens per sentence
-            {_POOLED}  # (n, T, d) -> (n, d): padding left out
-            {_UNIT}  # unit length
+            pooled = (H * real[..., None]).sum(axis=1) / counts  # (n, T, d) -> (n, d): padding left out
+            return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)  # unit length
     """,
     mistakes=r"""
         padding-averaged: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=1)`

@@ -182,8 +182,9 @@ class Judge:
 
     returns: the names of a returned tuple's parts; exact: compared exactly (masks, indices), else to `close`
     (rtol, atol); read(got, what), compare(got, expected, case) and families(got, expected, case) replace or add
-    to how a result is read, compared and named; combine: how many registered mistakes made at once are named
-    (for an exercise whose mistakes are independent parts, each message saying what its part does).
+    to how a result is read, compared and named (a family raises Mismatch, or returns a registered mistake's code);
+    combine: how many registered mistakes made at once are named (for an exercise whose mistakes are independent
+    parts, each message saying what its part does).
     """
 
     def __init__(self, name, cases, solution, ways, returns=None, exact=False, close=None, read=None, compare=None,
@@ -283,13 +284,14 @@ class Judge:
         wrong = [i for i in range(len(got)) if not self.right(got[i], i)]
         if not wrong:
             return
-        by_chance = self.chance(wrong[0])[:1] if self.chance(wrong[0]) and self.random(answer, wrong[0]) else [None]
-        case, mistake = self.cases()[wrong[0]], by_chance[0] or self.named(got, wrong[0])
-        if mistake is not None:
-            raise Mismatch(mistake.message(case, got[wrong[0]]), mistake.code)
-        if isinstance(got[wrong[0]], Exception):
-            raise got[wrong[0]]
-        value = self.read(got[wrong[0]], case)
-        if self.families:
-            self.families(value, self.expected(wrong[0]), case)
-        self.compare(value, wrong[0])
+        i, case = wrong[0], self.cases()[wrong[0]]
+        mistake = self.chance(i)[0] if self.chance(i) and self.random(answer, i) else self.named(got, i)
+        if mistake is None and isinstance(got[i], Exception):
+            raise got[i]
+        if mistake is None:
+            value = self.read(got[i], case)
+            code = self.families(value, self.expected(i), case) if self.families else None
+            mistake = next((m for m in self.ways if m.code == code and m.says), None)  # a family names a registered one
+        if mistake is None:
+            self.compare(value, i)  # the generic comparison says what differs
+        raise Mismatch(mistake.message(case, got[i]), mistake.code)

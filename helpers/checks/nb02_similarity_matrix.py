@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from helpers.checks._core import Case, Mismatch, check_rng, exercise
+from helpers.checks._core import Case, check_rng, exercise
 from helpers.checks._families import softmax_slips
 
 
@@ -112,11 +112,7 @@ def _attention_families(got, expected, case):
     S = X @ X.T  # (T, T)
     if got.shape == S.shape:
         softmax_slips(got, S, f"the weights your {case.what} returned")
-        raise Mismatch(
-            f"{case.what} returned a {got.shape} matrix: those are the weights. Use them to average the rows of X "
-            f"and return the result, one row per token, shape (T, d) = {X.shape}",
-            "returned-weights",
-        )
+        return "returned-weights"
     if got.shape == X.shape and np.all(np.isfinite(got)):
         weights = got @ np.linalg.pinv(X)  # (T, d) @ (d, T) -> (T, T): the weights that mixed the rows, if any did
         if np.allclose(weights @ X, got):

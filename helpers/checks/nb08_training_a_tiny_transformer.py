@@ -153,7 +153,6 @@ def residual_attention_block():
             {what} is the right sum divided by the batch size, {B}: a word's row adds up the gradients of its places,
             with no averaging (a loss that is a mean over the batch already put its 1/B inside d_X)
         width-from-sentence-length: `d_X.shape[-1]` → `d_X.shape[1]`
-            `np.add.at(d_E, ids, d_X)` → `np.add.at(d_E, ids, d_X)`
             {what}: your table has one column per position of a sentence, T = {T}, where dE has one per dimension of a
             word vector, d_model = {d_model}, the last axis of d_X: dE has the shape of E, ({vocab_size}, {d_model})
         width-from-sentence-length: `d_X.shape[-1]` → `d_X.shape[1]`, `np.add.at(d_E, ids, d_X)` → `d_E[ids] += d_X`

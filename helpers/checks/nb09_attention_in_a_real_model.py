@@ -74,10 +74,7 @@ def _row_families(got, expected, case):
             keys, which have d_head = {d_head}; take this head's slice of the bias, the same d_head positions as its
             columns of W
         whole-bias: ` + attention.b_k[cols]` → ` + attention.b_k`
-        softmax-whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `scores.max(axis=-1, keepdims=True)` → `scores.max()`, `e.sum(axis=-1, keepdims=True)` → `e.sum()`
+        softmax-whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`, `e / e.sum()` → `(e / e.sum())[i]`
             {what}: your softmax ran over the whole (T, T) matrix of scores at once, so row {i} adds up to {total}, not
             1; it runs along each row on its own, over the keys of one query
         no-softmax: `e = np.exp(scores - scores.max())\n    return e / e.sum()` → `return scores`
@@ -90,21 +87,17 @@ def _row_families(got, expected, case):
             weights add up to {total}, not 1
         not-normalised: `e / e.sum()` → `e`, `scores - scores.max()` → `scores`
         softmax-over-queries: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `axis=-1` → `axis=0`
+            `scores.max()` → `scores.max(axis=0)`, `e / e.sum()` → `(e / e.sum(axis=0))[i]`
             {what}: your softmax ran down each column of the (T, T) scores, over the queries, so the row does not sum to
             1 (it sums to {total}); it runs along each row, over the keys
         took-column: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `weights[i]` → `weights[:, i]`
+            `scores.max()` → `scores.max(axis=-1, keepdims=True)`
+            `e / e.sum()` → `(e / e.sum(axis=-1, keepdims=True))[:, i]`
             {what}: you returned column {i} of the weights, what every query gives key {i}; the answer is row {i}, what
             query {i} gives every key
         whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `weights[i]` → `weights`
+            `scores.max()` → `scores.max(axis=-1, keepdims=True)`
+            `e / e.sum()` → `e / e.sum(axis=-1, keepdims=True)`
             {what} has shape {got.shape}: you returned the weights of every query; return only row {i}, the weights of
             query {i}, shape ({T},)
         called-the-layer: `d_head ` → `return attention(X)[1][head, i]\n    d_head `

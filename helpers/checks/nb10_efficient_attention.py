@@ -70,7 +70,6 @@ def _update_families(got, expected, case):
             {what}: acc came back divided by l; keep it an unnormalised running sum, which the next block rescales and
             adds to, and divide by l once, after the last block
         returned-in-other-order: `return m_new, l * correction + p.sum(),` → `return l * correction + p.sum(), m_new,`
-            {what} returned the right results in another order, l, m, acc; return them in the order m, l, acc
     """,
     returns=_UPDATE_PARTS,
     close={"rtol": 1e-7},
@@ -162,8 +161,6 @@ def _step_families(got, expected, case):
             {what}: out has the shape of the weights, (t, T + t) = {weights}; return the output, the values mixed with
             those weights, (t, d_v) = {out}
         returned-in-other-order: `return K, V, weights @ V` → `return weights @ V, K, V`
-            {what} returned the right results in another order, out, cache_K, cache_V; return them in the order cache_K,
-            cache_V, out
         cache-not-grown: `return K, V,` → `return cache_K, cache_V,`
             {what}: the returned cache_K still has {T} rows, as before the step; return the grown cache, {T_t} rows with
             the new tokens' after the cached ones

@@ -69,7 +69,8 @@ class Case:
 
     facts: what a message template may say ({T}, {d_k}); one that is a function is given the learner's result.
     expected: the right result (None: the solution's); run(fn) -> result, for a case that calls the function
-    several times (with functions that `call` already wraps).
+    several times (with functions that `call` already wraps); parts: the name of each call, when run returns one
+    result per call, each read and compared on its own.
     """
 
     what: str
@@ -78,6 +79,7 @@ class Case:
     facts: dict = field(default_factory=dict)
     expected: object = None
     run: object = None
+    parts: tuple = ()
 
     def outcome(self, fn):
         """What `fn` gives on this case: its result, or the exception it raised (kept, to be compared)."""
@@ -209,6 +211,8 @@ class Judge:
         return case.expected if case.expected is not None else self.outcomes(self.solution)[i]
 
     def read(self, got, case):
+        if case.parts:
+            return [self.read(one, Case(what)) for one, what in zip(got, case.parts, strict=True)]
         if self.read_hook:
             return self.read_hook(got, case.what)
         return returned_tuple(got, self.returns, case.what) if self.returns else as_array(got, case.what)
@@ -218,10 +222,8 @@ class Judge:
         case, expected = self.cases()[i], self.expected(i)
         if self.compare_hook:
             return self.compare_hook(got, expected, case)
-        for part, want, name in (
-            zip(got, expected, self.returns, strict=True) if self.returns else [(got, expected, None)]
-        ):
-            what = f"{case.what}: {name}" if name else case.what
+        names = case.parts or [f"{case.what}: {name}" for name in self.returns or ()]
+        for part, want, what in zip(got, expected, names, strict=True) if names else [(got, expected, case.what)]:
             expect_equal(part, want, what) if self.exact else expect_close(part, want, what, **self.close)
 
     def right(self, outcome, i):

@@ -63,13 +63,8 @@ def _blocked(got, mask):
 
 def _emptied(got, mask):
     """The rows that came out all zeros though they have allowed keys, as a message names them."""
-    rows = [int(i) for i in np.flatnonzero(~np.asarray(got).any(axis=-1) & mask.any(axis=-1))]
-    return (
-        f"row{'s' if len(rows) > 1 else ''} "
-        + ", ".join(map(str, rows[:-1]))
-        + " and " * (len(rows) > 1)
-        + str(rows[-1])
-    )
+    rows = [str(int(i)) for i in np.flatnonzero(~np.asarray(got).any(axis=-1) & mask.any(axis=-1))]
+    return f"row{'s' * (len(rows) > 1)} " + " and ".join([", ".join(rows[:-1]), rows[-1]] if len(rows) > 1 else rows)
 
 
 def _weights_facts(mask):

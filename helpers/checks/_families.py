@@ -82,20 +82,15 @@ def shifted_along_an_axis(got, expected, what):
                 ("+", cut(got, 0, n - k), cut(expected, k)),
                 ("−", cut(got, k), cut(expected, 0, n - k)),
             ):
-                if not same(moved, right):
-                    continue
-                raise Mismatch(
-                    f"{what} has the right numbers moved {k} place{'s' * (k > 1)} along axis {axis} (of length "
-                    f"{n}): its entry at place i is the right entry of place i {sign} {k}",
-                    "shifted-along-an-axis",
-                )
+                if same(moved, right):
+                    raise Mismatch(
+                        f"{what} has the right numbers moved {k} place{'s' * (k > 1)} along axis {axis} (of length "
+                        f"{n}): its entry at place i is the right entry of place i {sign} {k}",
+                        "shifted-along-an-axis",
+                    )
         for start, fewer, more in ((k, "without the first", "at the start"), (0, "without the last", "at the end")):
-            if (
-                m == n - k
-                and same(got, cut(expected, start, start + n - k))
-                or m == n + k
-                and same(cut(got, start, start + n), expected)
-            ):
+            dropped = m == n - k and same(got, cut(expected, start, start + n - k))
+            if dropped or m == n + k and same(cut(got, start, start + n), expected):
                 said = f"{fewer} {count}" if m < n else f"with {count} more {more}"
                 raise Mismatch(
                     f"{what} has {m} places along axis {axis} where {n} are expected: the right ones, {said}",

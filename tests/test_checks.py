@@ -777,6 +777,66 @@ def test_an_exercise_written_as_cases_names_each_mistake_from_its_table(capsys):
     capsys.readouterr()
 
 
+def test_a_way_without_a_message_says_its_codes_message_and_a_family_may_name_a_registered_mistake(capsys):
+    def scale():
+        yield checks.Case("scale(x) for x of shape (4,)", (np.arange(1.0, 5.0),))
+
+    scale.__module__ = "tests.nb99_scratch"
+    checks.exercise(
+        hint="h",
+        hint2="h2",
+        solution="def scale(x):\n    return 3 * x\n",
+        mistakes=r"""
+            too-large: `3 * x` → `4 * x`
+                {what}: too large
+            too-large: `3 * x` → `5 * x`
+            too-small: `3 * x` → `2 * x`
+                {what}: too small
+        """,
+        families=lambda got, expected, case: "too-small" if np.all(np.abs(got) < np.abs(expected)) else None,
+    )(scale)
+    try:
+        ex = checks.EXERCISES["scale"]
+        assert [way.says for way in ex.ways] == ["{what}: too large", "{what}: too large", "{what}: too small"]
+        result = checks.scale(lambda x: 5 * x)  # the second way: the first's message
+        assert result.mistake == "too-large" and "scale(x) for x of shape (4,): too large" in result.message
+        result = checks.scale(lambda x: x)  # no way gives it; the family names the registered too-small
+        assert result.mistake == "too-small" and "scale(x) for x of shape (4,): too small" in result.message
+        result = checks.scale(lambda x: 3 * x + 1)  # neither: the generic comparison
+        assert result.mistake == "wrong-values"
+    finally:
+        checks.EXERCISES.pop("scale")
+        _core.LATEST.pop("scale", None)
+    capsys.readouterr()
+
+
+def test_a_case_of_several_calls_reads_and_names_each_call_on_its_own(capsys):
+    inputs = (np.ones(2), np.arange(3.0))
+    whats = ("double(x) for x of shape (2,)", "double(x) for x of shape (3,)")
+
+    def double():
+        run = lambda f: tuple(f(x) for x in inputs)  # noqa: E731
+        yield checks.Case(whats[0], expected=tuple(2 * x for x in inputs), run=run, parts=whats)
+
+    double.__module__ = "tests.nb99_scratch"
+    checks.exercise(
+        hint="h",
+        hint2="h2",
+        solution="def double(x):\n    return 2 * x\n",
+        mistakes="halved: `2 * x` → `x / 2`\n  {what}: half",
+    )(double)
+    try:
+        assert checks.double(lambda x: x + x)
+        result = checks.double(lambda x: 2 * x if len(x) == 2 else x[:2])  # only the second call is wrong
+        assert result.mistake == "wrong-shape" and "double(x) for x of shape (3,) has shape (2,)" in result.message
+        result = checks.double(lambda x: "two" if len(x) == 3 else 2 * x)
+        assert result.mistake == "not-an-array" and result.message.startswith("✗ double: double(x) for x of shape (3,)")
+    finally:
+        checks.EXERCISES.pop("double")
+        _core.LATEST.pop("double", None)
+    capsys.readouterr()
+
+
 def test_every_verdict_is_handed_to_the_hooks_and_a_hook_never_stops_a_check(capsys):
     seen = []
 

@@ -207,9 +207,9 @@ def sample_next_word():
     facts = {"says": says, "code": "no-max-shift"}
     yield Case("sample_next_word(logits, 1.0, 0.5) for logits in the hundreds", (big, 1.0, 0.5), {}, facts, 2)
     says = (
-        "returned word {got}, not the most likely word, 2: temperature 0 is greedy, the word with the largest logit, "
+        "returned word {got}, not the most likely word, 2: temperature 0 is greedy, the word with the largest "
+        "logit, whatever u is"
     )
-    says += "whatever u is"
     what = f"sample_next_word(logits, 0, 0.7) for logits {_LOGITS.shape}"
     yield Case(what, (_LOGITS, 0, 0.7), {}, {"says": says, "code": "wrong-values"}, 2)
 

@@ -280,6 +280,8 @@ class Judge:
                 raise outcome  # None returned, not a function, or a fault of the check's own code
         wrong = [i for i in range(len(got)) if not self.right(got[i], i)]
         if not wrong:
+            if self.chance(0) and self.random(answer, 0):  # a draw of its own can land on the right words by luck
+                raise Mismatch(self.chance(0)[0].message(self.cases()[0], got[0]), self.chance(0)[0].code)
             return
         by_chance = self.chance(wrong[0])[:1] if self.chance(wrong[0]) and self.random(answer, wrong[0]) else [None]
         case, mistake = self.cases()[wrong[0]], by_chance[0] or self.named(got, wrong[0])

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 from build_lite import (  # tools/
+    LANGUAGE_INFO,
+    PAGE_SCRIPT,
     PYODIDE_PACKAGES,
     PYODIDE_URL,
     PYODIDE_VERSION,
@@ -15,6 +17,10 @@ from build_lite import (  # tools/
     SITE_WHEELS,
     WHEELS_FROM_WORKER,
     WORKER_DIR,
+    add_page_script,
+    check_language_info,
+    joined,
+    js_literal,
     kernel_settings,
     norm,
     site_notebook,
@@ -103,9 +109,66 @@ def test_the_site_copy_starts_with_the_way_back_and_is_otherwise_the_notebook(pa
     shipped = json.loads(path.read_text(encoding="utf-8"))
     served = site_notebook(path)
     assert served["cells"][0]["cell_type"] == "markdown" and served["cells"][0]["source"] == SITE_NOTE
-    assert served["cells"][1:] == shipped["cells"]
+    assert [texts_joined(cell) for cell in served["cells"][1:]] == [texts_joined(cell) for cell in shipped["cells"]]
     assert served["metadata"]["kernelspec"]["name"] == "python"  # the Pyodide kernel: no "Select Kernel" dialog
+    assert served["metadata"]["language_info"] == LANGUAGE_INFO  # what the kernel reports: nothing to rewrite
     assert json.loads(path.read_text(encoding="utf-8")) == shipped  # notebooks/ itself unchanged
+
+
+def texts_joined(cell):
+    """The cell's source and output texts joined, the way Jupyter's server reads a notebook."""
+    cell = json.loads(json.dumps(cell))
+    cell["source"] = joined(cell["source"])
+    for output in cell.get("outputs", []):
+        output["text"] = joined(output["text"]) if "text" in output else None
+        output["data"] = {mime: joined(value) for mime, value in output.get("data", {}).items()}
+    return cell
+
+
+def lists_in(cells):
+    """Where a multi-line text of the cells is still a list of lines. -> ["cell 3 source", "cell 5 output 0 text"]"""
+    found = []
+    for i, cell in enumerate(cells):
+        found += [f"cell {i} source"] if isinstance(cell["source"], list) else []
+        for j, output in enumerate(cell.get("outputs", [])):
+            found += [f"cell {i} output {j} text"] if isinstance(output.get("text"), list) else []
+            found += [
+                f"cell {i} output {j} {mime}" for mime, v in output.get("data", {}).items() if isinstance(v, list)
+            ]
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_site_copy_holds_each_text_as_one_string(path):
+    """A stored output's list of lines is shown joined by commas in JupyterLite (",[OK]   numpy ...")."""
+    served = site_notebook(path)
+    assert lists_in(served["cells"]) == []
+    shipped = json.loads(path.read_text(encoding="utf-8"))
+    assert lists_in(shipped["cells"]), "the repository's notebooks store lists of lines: this test would see one"
+    tags = [cell["metadata"].get("tags", []) for cell in served["cells"][1:]]
+    assert tags == [cell["metadata"].get("tags", []) for cell in shipped["cells"]]  # metadata's lists stay lists
+
+
+def test_the_page_script_is_loaded_once_from_the_lab_page(tmp_path):
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    (lab / "index.html").write_text("<html><head></head><body>\n  </body>\n</html>\n", encoding="utf-8")
+    add_page_script(tmp_path)
+    html = (lab / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<script src="\./([\w-]+\.js)\?_=[0-9a-f]{8}"></script>\n  </body>', html) == [PAGE_SCRIPT]
+    assert (lab / PAGE_SCRIPT).read_bytes() == (ROOT / "deploy" / "lite" / PAGE_SCRIPT).read_bytes()
+
+
+def test_the_language_info_is_checked_against_the_kernels_code(tmp_path):
+    static = tmp_path / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static"
+    static.mkdir(parents=True)
+    literal = js_literal(LANGUAGE_INFO)
+    assert literal.startswith('{codemirror_mode:{name:"python",version:3},file_extension:".py",')
+    (static / "1.js").write_text(f"x={{language_info:{literal},protocol_version:1}}", encoding="utf-8")
+    check_language_info(tmp_path)  # found: no exit
+    (static / "1.js").write_text(f"x={{language_info:{literal.replace('3.8', '3.12')}}}", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        check_language_info(tmp_path)
 
 
 def test_the_way_back_is_the_same_in_the_notebooks_and_the_readme():

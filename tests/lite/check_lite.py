@@ -286,9 +286,11 @@ def on_open_problems(page):
 def slider_moves(page, handle):
     """The ways a learner moves a slider: by the arrow keys (away from the end it is at), and by a mouse drag."""
 
-    def key(name):
+    def key(name):  # ten presses: one step can leave the output as it was (04's d_k 1024 -> 512: still one-hot)
         handle.focus()
-        handle.press(name)
+        for _ in range(10):
+            handle.press(name)
+            page.wait_for_timeout(300)
 
     def drag(dx):
         box = handle.bounding_box()
@@ -334,13 +336,24 @@ def drive_explorer(page):
     return ""
 
 
+def settle(page):
+    """Wait until the kernel has been idle for a second (every widget message answered; 2 minutes at most)."""
+    quiet = 0
+    for _ in range(240):
+        quiet = quiet + 1 if page.evaluate(STATE_JS)["kernel"] == "idle" else 0
+        if quiet > 2:
+            return
+        page.wait_for_timeout(500)
+
+
 def text_box_problems(page):
     """In every explorer with a text box: text typed there, then Enter, changes its output. -> (problems, how many
     explorers answered)."""
     problems, answered = [], 0
     for index in range(page.evaluate(TEXT_EXPLORERS_JS, controls.TEXT_BOX)):
         box = page.locator(f'[data-lite-text-explorer="{index}"] {controls.TEXT_BOX}').first
-        typing, enter = controls.type_then_enter(page, box, lambda i=index: page.evaluate(TEXT_SIGNATURE_JS, i), 120)
+        signature = functools.partial(page.evaluate, TEXT_SIGNATURE_JS, index)
+        typing, enter = controls.type_then_enter(page, box, signature, lambda: settle(page), 120)
         if typing or enter:
             answered += 1
             print(f"    explorer {index} with a text box: redrawn {'as typed' if typing else 'on Enter'}", flush=True)

@@ -265,22 +265,24 @@ def open_notebook(page, base, name):
 
 
 def on_open_problems(page):
-    """The stored outputs show no line starting with a comma; once the kernel is ready the notebook is unmodified."""
+    """The stored outputs show no line starting with a comma; once the kernel is ready the notebook is unmodified.
+    -> (problems, time.monotonic() when the kernel was first seen ready)"""
     commas = page.evaluate(COMMA_LINES_JS)
     problems = [f"a stored output shows a line starting with a comma: {line[:80]!r}" for line in commas]
     state = page.evaluate(STATE_JS)
-    for _ in range(180):  # Pyodide starting: about 10 s on an idle machine
+    for _ in range(720):  # Pyodide starting: about 10 s on an idle machine
         if state["kernel"] == "idle":
             break
-        page.wait_for_timeout(1000)
+        page.wait_for_timeout(250)
         state = page.evaluate(STATE_JS)
+    ready = time.monotonic()
     page.wait_for_timeout(1000 * SETTLE)  # JupyterLab writes what the kernel reports into the notebook as it connects
     state = page.evaluate(STATE_JS)
     if state["kernel"] != "idle":
         problems.append(f"the kernel was not ready 3 minutes after opening: {state['kernel']!r}")
     if state["modified"]:
         problems.append("the notebook is marked modified as soon as it opened, before anything ran")
-    return problems
+    return problems, ready
 
 
 def slider_moves(page, handle):
@@ -369,7 +371,8 @@ def run_notebook(browser, base, mirror, path, blocked):
     page = context.new_page()
     start = time.monotonic()
     open_notebook(page, base, path.name)
-    problems = on_open_problems(page)
+    problems, ready = on_open_problems(page)
+    print(f"    its kernel was ready {ready - start:.0f} s after the notebook was asked for", flush=True)
     page.click(".lm-MenuBar-itemLabel:text-is('Run')")
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
     deadline, quiet_since, cell_seconds, last = start + TIMEOUT, None, {}, time.monotonic()

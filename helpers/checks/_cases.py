@@ -285,6 +285,8 @@ class Judge:
                 raise outcome  # None returned, not a function, or a fault of the check's own code
         wrong = [i for i in range(len(got)) if not self.right(got[i], i)]
         if not wrong:
+            if self.chance(0) and self.random(answer, 0):  # a draw of its own can land on the right words by luck
+                raise Mismatch(self.chance(0)[0].message(self.cases()[0], got[0]), self.chance(0)[0].code)
             return
         i, case = wrong[0], self.cases()[wrong[0]]
         mistake = self.chance(i)[0] if self.chance(i) and self.random(answer, i) else self.named(got, i)

@@ -10,6 +10,7 @@ Plotting, widgets and exercise checks: `from helpers import plotting, widgets, c
 import numpy as _np
 
 from helpers.environment import REQUIREMENTS as _REQUIREMENTS  # stdlib only: safe to import this early
+from helpers.environment import build_font_cache_quietly as _build_font_cache_quietly
 from helpers.environment import helpers_version as _helpers_version
 from helpers.environment import version_tuple as _version_tuple
 
@@ -47,5 +48,7 @@ __all__ = [
 
 
 def setup_notebook():
-    """Called by every notebook's first cell: stable print options, nothing seeded globally."""
+    """Called by every notebook's first cell: stable print options, nothing seeded globally; in the browser,
+    matplotlib's font cache built without its notice."""
     _np.set_printoptions(precision=3, suppress=True, linewidth=100, floatmode="maxprec")
+    _build_font_cache_quietly()

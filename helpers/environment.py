@@ -183,6 +183,26 @@ def check_stand_in(name, minimum):
     return Check(name, True, "stand-in", f"{minimum}+ or {STAND_INS[name]}")
 
 
+def build_font_cache_quietly(browser=None):
+    """In the browser (JupyterLite) only: matplotlib's font cache built now, without its notice on stderr.
+
+    Python in the browser starts every notebook on an empty file system, so matplotlib indexes its fonts again
+    (about a second) the first time the notebook imports it and says "Matplotlib is building the font cache; this
+    may take a moment." on stderr, which looks like an error. Elsewhere the cache is built once per machine.
+    """
+    if not (sys.platform == "emscripten" if browser is None else browser):
+        return
+    import logging
+
+    log = logging.getLogger("matplotlib.font_manager")
+    level = log.level
+    log.setLevel(logging.ERROR)
+    try:
+        import matplotlib.font_manager  # noqa: F401  (importing it loads the cache, or builds it)
+    finally:
+        log.setLevel(level)
+
+
 def run_all(colab=None, browser=None):
     """Every check, in the order 00_setup_check shows them (browser: JupyterLite, found from sys.platform)."""
     colab = "google.colab" in sys.modules if colab is None else colab

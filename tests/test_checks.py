@@ -4,6 +4,7 @@ The exercises are read from the registry at collection time, so an exercise adde
 helpers/checks/nbNN_*.py module later is covered without touching this file.
 """
 
+import contextlib
 import importlib
 import pkgutil
 import re
@@ -733,6 +734,18 @@ def test_every_exercise_is_in_the_notebook_its_module_names():
         assert module == f"helpers.checks.nb{ex.notebook}", name
 
 
+@contextlib.contextmanager
+def scratch(cases, **exercise):
+    """Register an exercise written as `cases` (in notebook 99_scratch) for the block; removed after it."""
+    cases.__module__ = "tests.nb99_scratch"
+    checks.exercise(hint="h", hint2="h2", **exercise)(cases)
+    try:
+        yield checks.EXERCISES[cases.__name__]
+    finally:
+        checks.EXERCISES.pop(cases.__name__)
+        _core.LATEST.pop(cases.__name__, None)
+
+
 def test_an_exercise_written_as_cases_names_each_mistake_from_its_table(capsys):
     def mix():  # the cases its answer is called on
         rng = np.random.default_rng(0)
@@ -740,25 +753,17 @@ def test_an_exercise_written_as_cases_names_each_mistake_from_its_table(capsys):
             "mix(weights, V) for weights (3, 3)", (rng.random((3, 3)), rng.normal(size=(3, 4))), facts={"k": 3}
         )
 
-    mix.__module__ = "tests.nb99_scratch"
-    checks.exercise(
-        hint="h",
-        hint2="h2",
-        solution="def mix(weights, V):\n    return weights @ V\n",
-        combine=2,
-        mistakes=r"""
-            transposed: `weights @ V` → `weights.T @ V`
-                {what}: the columns of the weights mixed the values
-            doubled: `return ` → `return 2 * `
-                {what}: twice the values, over {k} keys
-            halved: `weights @ V` → `weights @ V / 2`
-                {what}: half
-            broadcast: `weights @ V` → `weights * V.T`
-                {what}: entry by entry
-        """,
-    )(mix)
-    try:
-        ex = checks.EXERCISES["mix"]
+    mistakes = r"""
+        transposed: `weights @ V` → `weights.T @ V`
+            {what}: the columns of the weights mixed the values
+        doubled: `return ` → `return 2 * `
+            {what}: twice the values, over {k} keys
+        halved: `weights @ V` → `weights @ V / 2`
+            {what}: half
+        broadcast: `weights @ V` → `weights * V.T`
+            {what}: entry by entry
+    """
+    with scratch(mix, solution="def mix(weights, V):\n    return weights @ V\n", mistakes=mistakes, combine=2) as ex:
         assert ex.notebook == "99_scratch" and list(ex.mistakes) == ["transposed", "doubled", "halved", "broadcast"]
         assert checks.mix(lambda w, V: w @ V)
         result = checks.mix(lambda w, V: 2 * (w @ V))
@@ -771,9 +776,46 @@ def test_an_exercise_written_as_cases_names_each_mistake_from_its_table(capsys):
         )
         result = checks.mix(lambda w, V: 3 * (w @ V))  # none of them: the families, then the generic comparison
         assert result.mistake == "scaled-by-a-constant"
-    finally:
-        checks.EXERCISES.pop("mix")
-        _core.LATEST.pop("mix", None)
+    capsys.readouterr()
+
+
+def test_a_way_without_a_message_says_its_codes_message_and_a_family_may_name_a_registered_mistake(capsys):
+    def scale():
+        yield checks.Case("scale(x) for x of shape (4,)", (np.arange(1.0, 5.0),))
+
+    mistakes = r"""
+        too-large: `3 * x` → `4 * x`
+            {what}: too large
+        too-large: `3 * x` → `5 * x`
+        too-small: `3 * x` → `2 * x`
+            {what}: too small
+    """
+    smaller = lambda got, expected, case: "too-small" if np.all(np.abs(got) < np.abs(expected)) else None  # noqa: E731
+    with scratch(scale, solution="def scale(x):\n    return 3 * x\n", mistakes=mistakes, families=smaller) as ex:
+        assert [way.says for way in ex.ways] == ["{what}: too large", "{what}: too large", "{what}: too small"]
+        result = checks.scale(lambda x: 5 * x)  # the second way: the first's message
+        assert result.mistake == "too-large" and "scale(x) for x of shape (4,): too large" in result.message
+        result = checks.scale(lambda x: x)  # no way gives it; the family names the registered too-small
+        assert result.mistake == "too-small" and "scale(x) for x of shape (4,): too small" in result.message
+        result = checks.scale(lambda x: 3 * x + 1)  # neither: the generic comparison
+        assert result.mistake == "wrong-values"
+    capsys.readouterr()
+
+
+def test_a_case_of_several_calls_reads_and_names_each_call_on_its_own(capsys):
+    inputs = (np.ones(2), np.arange(3.0))
+    whats = ("double(x) for x of shape (2,)", "double(x) for x of shape (3,)")
+
+    def double():
+        run = lambda f: tuple(f(x) for x in inputs)  # noqa: E731
+        yield checks.Case(whats[0], expected=tuple(2 * x for x in inputs), run=run, parts=whats)
+
+    with scratch(double, solution="def double(x):\n    return 2 * x\n", mistakes="halved: `2 * x` → `x / 2`\n  h"):
+        assert checks.double(lambda x: x + x)
+        result = checks.double(lambda x: 2 * x if len(x) == 2 else x[:2])  # only the second call is wrong
+        assert result.mistake == "wrong-shape" and "double(x) for x of shape (3,) has shape (2,)" in result.message
+        result = checks.double(lambda x: "two" if len(x) == 3 else 2 * x)
+        assert result.mistake == "not-an-array" and result.message.startswith("✗ double: double(x) for x of shape (3,)")
     capsys.readouterr()
 
 

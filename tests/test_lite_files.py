@@ -1,6 +1,7 @@
 """The JupyterLite edition's files agree with each other and with the notebooks (make lite-test runs the site)."""
 
 import json
+import os
 import re
 import subprocess
 import sys
@@ -8,13 +9,20 @@ from pathlib import Path
 
 import pytest
 from build_lite import (  # tools/
+    LANGUAGE_INFO,
+    PAGE_SCRIPT,
     PYODIDE_PACKAGES,
     PYODIDE_URL,
     PYODIDE_VERSION,
     SITE_NOTE,
     SITE_WHEELS,
+    STARTUP_PACKAGES,
     WHEELS_FROM_WORKER,
     WORKER_DIR,
+    add_page_script,
+    check_language_info,
+    joined,
+    js_literal,
     kernel_settings,
     norm,
     site_notebook,
@@ -66,37 +74,56 @@ def test_the_kernel_loads_pyodide_from_its_cdn_and_the_site_wheels_from_the_site
     assert settings["pyodideUrl"] == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/pyodide.js"
     assert settings["pyodideUrl"] == PYODIDE_URL
     startup = settings["loadPyodideOptions"]["packages"]
-    assert startup == [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    assert startup == STARTUP_PACKAGES + [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    # numpy and matplotlib, Pyodide's own (the offline mirror holds them), before anything of the site's
+    assert set(STARTUP_PACKAGES) == {"numpy", "matplotlib"} and set(STARTUP_PACKAGES) <= set(PYODIDE_PACKAGES)
     # the relative URL climbs from the worker's folder to the site's root, then into pypi/
     assert WHEELS_FROM_WORKER == "../" * len(WORKER_DIR.split("/")) + "pypi/"
     # ipywidgets installed after what it needs (installing a wheel does not follow its dependencies)
     assert SITE_WHEELS.index("ipywidgets") > max(SITE_WHEELS.index("comm"), SITE_WHEELS.index("jupyterlab-widgets"))
 
 
-def test_the_first_cells_browser_imports_are_pyodide_packages():
-    branch = FIRST_CELL.split('if sys.platform == "emscripten":')[1].split("\n\n")[0]
-    imported = set(re.findall(r"^\s+import ([\w.]+)", branch, re.M))
-    assert imported == {"matplotlib.pyplot", "numpy"}
-    assert {name.split(".")[0] for name in imported} <= set(PYODIDE_PACKAGES)
+def test_the_first_cell_is_the_same_in_the_browser():
+    """No browser branch: Pyodide installs numpy and matplotlib as it starts, so the first cell needs none."""
+    assert "emscripten" not in FIRST_CELL and "JupyterLite" not in FIRST_CELL
 
 
-def test_the_first_cell_runs_its_browser_branch_and_imports_the_helpers():
-    """Its browser branch taken (here, with this machine's packages standing in for Pyodide's): silent, no error."""
-    branch = 'if sys.platform == "emscripten":'
-    assert FIRST_CELL.count(branch) == 1
-    probe = "\nprint('matplotlib.pyplot' in sys.modules, helpers.__name__)"
-    result = subprocess.run(
-        [sys.executable, "-c", FIRST_CELL.replace(branch, "if True:") + probe],
-        cwd=ROOT / "notebooks",
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert (result.stdout, result.stderr) == ("True helpers\n", "")
-    elsewhere = subprocess.run(
-        [sys.executable, "-c", FIRST_CELL + probe], cwd=ROOT / "notebooks", capture_output=True, text=True, check=True
-    )
-    assert elsewhere.stdout == "False helpers\n"  # off the browser the branch is skipped
+# matplotlib says it is building its font cache if that takes over 5 s (a timer thread); in the browser, with no
+# threads, it said so at once: this makes the timer fire at once here too
+AT_ONCE = """import threading
+class Timer:
+    def __init__(self, seconds, function):
+        self.function = function
+    def start(self):
+        self.function()
+    def cancel(self):
+        pass
+threading.Timer = Timer
+"""
+
+
+def test_the_font_cache_is_built_without_its_notice_in_the_browser(tmp_path):
+    """Every notebook in the browser starts with no font cache: setup_notebook builds it there, silently."""
+    quiet = "from helpers.environment import build_font_cache_quietly; build_font_cache_quietly(browser=True)\n"
+    quiet += "import logging; print(logging.getLogger('matplotlib.font_manager').level)"
+    loud = "import matplotlib.pyplot"  # what a notebook would do without it
+    runs = {}
+    for name, code in (("quiet", quiet), ("loud", loud)):
+        cache = tmp_path / name
+        env = {**os.environ, "MPLCONFIGDIR": str(cache), "PYTHONPATH": str(ROOT)}
+        command = [sys.executable, "-c", AT_ONCE + code]
+        runs[name] = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
+        assert list(cache.glob("fontlist-*.json")), f"{name}: no font cache built in {cache}"
+    assert (runs["quiet"].stdout, runs["quiet"].stderr) == ("0\n", "")  # silent, and the logger's level restored
+    assert "building the font cache" in runs["loud"].stderr  # the notice it keeps from the learner
+
+
+def test_the_font_cache_is_left_alone_elsewhere(tmp_path):
+    code = "import sys; from helpers.environment import build_font_cache_quietly as b; b(browser=False); "
+    code += "print('matplotlib' in sys.modules)"
+    env = {**os.environ, "MPLCONFIGDIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert result.stdout == "False\n" and not list(tmp_path.iterdir())
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -104,9 +131,66 @@ def test_the_site_copy_starts_with_the_way_back_and_is_otherwise_the_notebook(pa
     shipped = json.loads(path.read_text(encoding="utf-8"))
     served = site_notebook(path)
     assert served["cells"][0]["cell_type"] == "markdown" and served["cells"][0]["source"] == SITE_NOTE
-    assert served["cells"][1:] == shipped["cells"]
+    assert [texts_joined(cell) for cell in served["cells"][1:]] == [texts_joined(cell) for cell in shipped["cells"]]
     assert served["metadata"]["kernelspec"]["name"] == "python"  # the Pyodide kernel: no "Select Kernel" dialog
+    assert served["metadata"]["language_info"] == LANGUAGE_INFO  # what the kernel reports: nothing to rewrite
     assert json.loads(path.read_text(encoding="utf-8")) == shipped  # notebooks/ itself unchanged
+
+
+def texts_joined(cell):
+    """The cell's source and output texts joined, the way Jupyter's server reads a notebook."""
+    cell = json.loads(json.dumps(cell))
+    cell["source"] = joined(cell["source"])
+    for output in cell.get("outputs", []):
+        output["text"] = joined(output["text"]) if "text" in output else None
+        output["data"] = {mime: joined(value) for mime, value in output.get("data", {}).items()}
+    return cell
+
+
+def lists_in(cells):
+    """Where a multi-line text of the cells is still a list of lines. -> ["cell 3 source", "cell 5 output 0 text"]"""
+    found = []
+    for i, cell in enumerate(cells):
+        found += [f"cell {i} source"] if isinstance(cell["source"], list) else []
+        for j, output in enumerate(cell.get("outputs", [])):
+            found += [f"cell {i} output {j} text"] if isinstance(output.get("text"), list) else []
+            found += [
+                f"cell {i} output {j} {mime}" for mime, v in output.get("data", {}).items() if isinstance(v, list)
+            ]
+    return found
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_the_site_copy_holds_each_text_as_one_string(path):
+    """A stored output's list of lines is shown joined by commas in JupyterLite (",[OK]   numpy ...")."""
+    served = site_notebook(path)
+    assert lists_in(served["cells"]) == []
+    shipped = json.loads(path.read_text(encoding="utf-8"))
+    assert lists_in(shipped["cells"]), "the repository's notebooks store lists of lines: this test would see one"
+    tags = [cell["metadata"].get("tags", []) for cell in served["cells"][1:]]
+    assert tags == [cell["metadata"].get("tags", []) for cell in shipped["cells"]]  # metadata's lists stay lists
+
+
+def test_the_page_script_is_loaded_once_from_the_lab_page(tmp_path):
+    lab = tmp_path / "lab"
+    lab.mkdir()
+    (lab / "index.html").write_text("<html><head></head><body>\n  </body>\n</html>\n", encoding="utf-8")
+    add_page_script(tmp_path)
+    html = (lab / "index.html").read_text(encoding="utf-8")
+    assert re.findall(r'<script src="\./([\w-]+\.js)\?_=[0-9a-f]{8}"></script>\n  </body>', html) == [PAGE_SCRIPT]
+    assert (lab / PAGE_SCRIPT).read_bytes() == (ROOT / "deploy" / "lite" / PAGE_SCRIPT).read_bytes()
+
+
+def test_the_language_info_is_checked_against_the_kernels_code(tmp_path):
+    static = tmp_path / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static"
+    static.mkdir(parents=True)
+    literal = js_literal(LANGUAGE_INFO)
+    assert literal.startswith('{codemirror_mode:{name:"python",version:3},file_extension:".py",')
+    (static / "1.js").write_text(f"x={{language_info:{literal},protocol_version:1}}", encoding="utf-8")
+    check_language_info(tmp_path)  # found: no exit
+    (static / "1.js").write_text(f"x={{language_info:{literal.replace('3.8', '3.12')}}}", encoding="utf-8")
+    with pytest.raises(SystemExit):
+        check_language_info(tmp_path)
 
 
 def test_the_way_back_is_the_same_in_the_notebooks_and_the_readme():

@@ -249,3 +249,17 @@ def test_each_mistake_reads_as_meant(name, code, capsys):
 
 def test_the_grammar_and_the_vocabulary_agree():
     assert set(tiny_gpt.VOCAB) == set(grammar.VOCAB[2:]) | {"."}
+
+
+def test_a_sampler_that_draws_its_own_numbers_is_named_even_when_its_first_draws_land_right(capsys):
+    right = solution("sample_next_word")
+    calls = []
+
+    def lucky_then_random(logits, temperature, u):  # right on the check's first run (5 calls), then its own draws
+        calls.append(1)
+        if len(calls) <= 5:
+            return right(logits, temperature, u)
+        return int(np.random.default_rng(len(calls)).integers(len(logits)))
+
+    result = checks.sample_next_word(lucky_then_random)
+    assert result.mistake == "u-ignored" and "different words for the same" in result.message

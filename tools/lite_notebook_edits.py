@@ -1,17 +1,16 @@
-"""The notebook source edits of the JupyterLite edition (issue 23), applied to notebooks/ in place.
+"""The notebook source edits of the JupyterLite edition, applied to notebooks/ in place.
 
     python3 tools/lite_notebook_edits.py [--check]
 
 Only sources change, never outputs: each edit replaces an exact piece of text and stops with an error when that
 text is not found (someone changed the cell: look at it), and does nothing where the edit is already made, so it
 can run again on re-executed notebooks. --check: exit 1 if an edit is still to make, change nothing.
-1. every notebook's first cell: a browser branch whose imports make Pyodide fetch numpy and matplotlib before the
-   cell runs (Pyodide loads its packages from the imports a cell's own code names, not from modules it imports;
-   piplite would need an `await`, which is not Python in a script, and tests/test_release.py runs the cell as one).
-   The site's own wheels (ipywidgets, the weights) are installed as Pyodide starts (tools/build_lite.py).
-2. 10_efficient_attention: the browser has one thread and no time.thread_time, so the threaded step says so and
-   is skipped there (and the memory assert that reads its row with it), and the tile's time is read from
-   time.perf_counter there (its one thread runs nothing else). On any other machine the cells run as before.
+The edits are 10_efficient_attention's, and only what the browser truly needs: Python there has one thread, so
+the threaded step says so and is skipped (with the assert that reads its row), and it has no time.thread_time, so
+the tile's time is read from time.perf_counter there (its one thread runs nothing else). No notebook asserts a
+timing, so nothing else differs. On any other machine the cells run and print as before.
+Every other notebook runs in the browser as it is: the site installs numpy, matplotlib, ipywidgets and the weights
+as Python starts (tools/build_lite.py), so the first cell's `import helpers` finds them there too.
 Any python3: the standard library only.
 """
 
@@ -20,22 +19,6 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-
-FIRST_CELL = [
-    (
-        "# leaves Colab's own numpy, matplotlib and ipywidgets alone) and sets numpy's print options.\n",
-        "# leaves Colab's own numpy, matplotlib and ipywidgets alone) and sets numpy's print options.\n"
-        "# In the browser (JupyterLite) helpers/ is the site's copy, the weights and ipywidgets are loaded as\n"
-        "# Python starts, and the imports below make Pyodide fetch numpy and matplotlib before the cell runs.\n",
-    ),
-    (
-        "    sys.path.insert(0, str(Path.cwd().parent))  # a clone: use its helpers/, installed or not\n",
-        "    sys.path.insert(0, str(Path.cwd().parent))  # a clone: use its helpers/, installed or not\n"
-        'if sys.platform == "emscripten":  # in the browser (JupyterLite)\n'
-        "    import matplotlib.pyplot  # noqa: F401\n"
-        "    import numpy  # noqa: F401\n",
-    ),
-]
 
 NOTEBOOK_10 = [
     (
@@ -87,8 +70,8 @@ def edit_notebook(path, check):
     """Make this notebook's edits (in the file unless check); True if any was still to make."""
     notebook = json.loads(path.read_text(encoding="utf-8"))
     code = [cell for cell in notebook["cells"] if cell["cell_type"] == "code"]
-    # (cell, old, new): the first cell's edits; 10's each in the one cell holding its text (or its edited text)
-    edits = [(code[0], old, new) for old, new in FIRST_CELL]
+    # (cell, old, new): 10's edits, each in the one cell holding its text (or its edited text)
+    edits = []
     for old, new in NOTEBOOK_10 if path.name.startswith("10_") else []:
         cells = [c for c in code[1:] if old in "".join(c["source"]) or new in "".join(c["source"])]
         if len(cells) != 1:

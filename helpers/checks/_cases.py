@@ -69,7 +69,8 @@ class Case:
 
     facts: what a message template may say ({T}, {d_k}); one that is a function is given the learner's result.
     expected: the right result (None: the solution's); run(fn) -> result, for a case that calls the function
-    several times (with functions that `call` already wraps).
+    several times (with functions that `call` already wraps); parts: the name of each call, when run returns one
+    result per call, each read and compared on its own.
     """
 
     what: str
@@ -78,6 +79,7 @@ class Case:
     facts: dict = field(default_factory=dict)
     expected: object = None
     run: object = None
+    parts: tuple = ()
 
     def outcome(self, fn):
         """What `fn` gives on this case: its result, or the exception it raised (kept, to be compared)."""
@@ -133,7 +135,8 @@ def mistakes_of(table, solution):
 
     An entry is a line `code: `old` → `new`, `old` → `new`` (each change of the solution, \\n for a new line;
     more changes may follow on lines of their own), or `code:` and a whole function below it, indented; then its
-    message, indented, on the lines below, joined with spaces. An entry with no message is named by the families.
+    message, indented, on the lines below, joined with spaces. An entry with no message says what the entry above
+    it with the same code says; when none does, the families name it.
     """
     if isinstance(table, dict):
         return [Mistake(code, textwrap.dedent(source).strip()) for code, source in table.items()]
@@ -153,10 +156,11 @@ def mistakes_of(table, solution):
             ways[-1][1].extend(changes)
         elif line:
             whole = ways[-1][3].append(line)
-    return [
-        Mistake(code, "\n".join(source) if source else edited(solution, *edits), " ".join(says) or None, edits)
-        for code, edits, source, says in ways
-    ]
+    mistakes = []
+    for code, edits, source, says in ways:
+        says = " ".join(says) or next((m.says for m in mistakes if m.code == code and m.says), None)
+        mistakes.append(Mistake(code, "\n".join(source) if source else edited(solution, *edits), says, edits))
+    return mistakes
 
 
 def agrees(a, b):
@@ -180,8 +184,9 @@ class Judge:
 
     returns: the names of a returned tuple's parts; exact: compared exactly (masks, indices), else to `close`
     (rtol, atol); read(got, what), compare(got, expected, case) and families(got, expected, case) replace or add
-    to how a result is read, compared and named; combine: how many registered mistakes made at once are named
-    (for an exercise whose mistakes are independent parts, each message saying what its part does).
+    to how a result is read, compared and named (a family raises Mismatch, or returns a registered mistake's code);
+    combine: how many registered mistakes made at once are named (for an exercise whose mistakes are independent
+    parts, each message saying what its part does).
     """
 
     def __init__(self, name, cases, solution, ways, returns=None, exact=False, close=None, read=None, compare=None,
@@ -206,6 +211,8 @@ class Judge:
         return case.expected if case.expected is not None else self.outcomes(self.solution)[i]
 
     def read(self, got, case):
+        if case.parts:
+            return [self.read(one, Case(what)) for one, what in zip(got, case.parts, strict=True)]
         if self.read_hook:
             return self.read_hook(got, case.what)
         return returned_tuple(got, self.returns, case.what) if self.returns else as_array(got, case.what)
@@ -215,10 +222,8 @@ class Judge:
         case, expected = self.cases()[i], self.expected(i)
         if self.compare_hook:
             return self.compare_hook(got, expected, case)
-        for part, want, name in (
-            zip(got, expected, self.returns, strict=True) if self.returns else [(got, expected, None)]
-        ):
-            what = f"{case.what}: {name}" if name else case.what
+        names = case.parts or [f"{case.what}: {name}" for name in self.returns or ()]
+        for part, want, what in zip(got, expected, names, strict=True) if names else [(got, expected, case.what)]:
             expect_equal(part, want, what) if self.exact else expect_close(part, want, what, **self.close)
 
     def right(self, outcome, i):
@@ -280,14 +285,17 @@ class Judge:
                 raise outcome  # None returned, not a function, or a fault of the check's own code
         wrong = [i for i in range(len(got)) if not self.right(got[i], i)]
         if not wrong:
+            if self.chance(0) and self.random(answer, 0):  # a draw of its own can land on the right words by luck
+                raise Mismatch(self.chance(0)[0].message(self.cases()[0], got[0]), self.chance(0)[0].code)
             return
-        by_chance = self.chance(wrong[0])[:1] if self.chance(wrong[0]) and self.random(answer, wrong[0]) else [None]
-        case, mistake = self.cases()[wrong[0]], by_chance[0] or self.named(got, wrong[0])
-        if mistake is not None:
-            raise Mismatch(mistake.message(case, got[wrong[0]]), mistake.code)
-        if isinstance(got[wrong[0]], Exception):
-            raise got[wrong[0]]
-        value = self.read(got[wrong[0]], case)
-        if self.families:
-            self.families(value, self.expected(wrong[0]), case)
-        self.compare(value, wrong[0])
+        i, case = wrong[0], self.cases()[wrong[0]]
+        mistake = self.chance(i)[0] if self.chance(i) and self.random(answer, i) else self.named(got, i)
+        if mistake is None and isinstance(got[i], Exception):
+            raise got[i]
+        if mistake is None:
+            value = self.read(got[i], case)
+            code = self.families(value, self.expected(i), case) if self.families else None
+            mistake = next((m for m in self.ways if m.code == code and m.says), None)  # a family names a registered one
+        if mistake is None:
+            self.compare(value, i)  # the generic comparison says what differs
+        raise Mismatch(mistake.message(case, got[i]), mistake.code)

@@ -68,10 +68,7 @@ class Result:
 
 
 EXERCISES = {}
-RESERVED = set(
-    "hint solution progress call exercise expect_close expect_equal as_array compare edited reporting".split()
-)
-RESERVED.add("on_verdict")  # names the checks package already uses: an exercise may not take them
+RESERVED = {name for name in __all__ if name.islower()}  # names the package already uses: no exercise may take one
 LATEST = {}  # exercise name -> the status of its latest check in this kernel (for progress())
 HINTS_SHOWN = {}  # exercise name -> how many of its hints the learner has asked for in this kernel
 HOOKS = []  # on_verdict(fn): each fn(exercise, verdict, mistake, message) is handed every verdict
@@ -165,13 +162,11 @@ def _run(ex, answer):
             mistake = "not-finished" if isinstance(exc, NotImplementedError) else "crash"
             text = explain_crash(exc, answer)
         else:
-            mistake, text = (
-                "check-failed",
-                (
-                    f"the check could not read your answer ({type(exc).__name__}: {exc}). Compare what your function "
-                    "returns (its type, shape and order) with what the exercise asks for; if they match, this is a "
-                    "fault of the workshop's check: tell your instructor"
-                ),
+            mistake = "check-failed"
+            text = (
+                f"the check could not read your answer ({type(exc).__name__}: {exc}). Compare what your function "
+                "returns (its type, shape and order) with what the exercise asks for; if they match, this is a "
+                "fault of the workshop's check: tell your instructor"
             )
         message = f"✗ {ex.name}: {text}\n  {_next_help(ex.name)}"
     LATEST.pop(ex.name, None)  # re-inserted: the last one checked comes last

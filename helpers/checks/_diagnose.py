@@ -59,29 +59,20 @@ def _raises_not_implemented(stmt):
     return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
 
 
-def _names_used(code):
-    """Every global or attribute name the code object (and the functions nested in it) refers to."""
-    names = set(code.co_names)
+def _code_objects(code):
+    """The code object and those of the functions nested in it."""
+    yield code
     for const in code.co_consts:
         if isinstance(const, types.CodeType):
-            names |= _names_used(const)
-    return names
-
-
-def _imported(code):
-    """The modules a code object and the functions nested in it import (`import helpers`, `from helpers.x import y`)."""
-    found = {ins.argval for ins in dis.get_instructions(code) if ins.opname == "IMPORT_NAME"}
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            found |= _imported(const)
-    return found
+            yield from _code_objects(const)
 
 
 def uses_forbidden(fn, forbid):
     """The first of `forbid` ("helpers.softmax", ...) that `fn` reaches through its globals or imports, else None."""
     if not forbid or not isinstance(fn, types.FunctionType):
         return None
-    names = _names_used(fn.__code__)
+    codes = list(_code_objects(fn.__code__))
+    names = {name for code in codes for name in code.co_names}  # every global or attribute name it refers to
     # the values those names have: the notebook's globals, and variables the function closes over
     reachable = {name: fn.__globals__[name] for name in names if name in fn.__globals__}
     for name, cell in zip(fn.__code__.co_freevars, fn.__closure__ or (), strict=True):
@@ -91,7 +82,7 @@ def uses_forbidden(fn, forbid):
             pass
     # modules imported inside the function body (`from helpers.attention import softmax`, `import helpers`,
     # `from helpers import embeddings`): the answer has not run yet, so the workshop's are imported here
-    in_body = _imported(fn.__code__)
+    in_body = {i.argval for code in codes for i in dis.get_instructions(code) if i.opname == "IMPORT_NAME"}
     workshop = sorted(name for name in in_body if name == "helpers" or name.startswith("helpers."))
     for name in (workshop + [dotted.rsplit(".", 1)[0] for dotted in forbid]) if workshop else ():
         try:

@@ -78,13 +78,9 @@ def returned_tuple(got, names, what):
     return [as_array(x, f"{what}: {name}") for x, name in zip(got, names, strict=True)]
 
 
-def _shown(got, expected):
-    """The two numbers as text, with as many significant digits as it takes to tell them apart (4 to 17)."""
-    for digits in range(4, 18):
-        a, b = f"{got:.{digits}g}", f"{expected:.{digits}g}"
-        if a != b:
-            return a, b
-    return a, b
+def shown(value, near):
+    """`value` as text with as many significant digits as it takes to tell it from `near` (4 to 17)."""
+    return next((f"{value:.{d}g}" for d in range(4, 18) if f"{value:.{d}g}" != f"{near:.{d}g}"), f"{value:.17g}")
 
 
 def _families(got, expected, what, shape_only=False):
@@ -111,8 +107,6 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
         if not np.iscomplexobj(arr):
             _families(arr, expected, what, shape_only=True)
         raise Mismatch(f"{what} has shape {arr.shape}, expected {expected.shape}", "wrong-shape")
-    if not np.issubdtype(arr.dtype, np.number) and arr.dtype != bool:
-        raise Mismatch(f"{what} should hold numbers, got dtype {arr.dtype}", "not-an-array")
     if np.iscomplexobj(arr):
         raise Mismatch(f"{what} holds complex numbers; expected real ones", "not-an-array")
     if np.any(np.isnan(arr.astype(float))) and not np.any(np.isnan(expected.astype(float))):
@@ -129,9 +123,10 @@ def expect_close(got, expected, what, rtol=1e-5, atol=1e-8):
         where = np.unravel_index(np.argmax(excess), excess.shape) if excess.ndim else ()
         at = f" at index {tuple(int(i) for i in where)}" if where else ""
         _families(arr, expected, what)
-        shown_got, shown_expected = _shown(float(values[where]), float(wanted[where]))
+        value, right = float(values[where]), float(wanted[where])
         raise Mismatch(
-            f"{what} differs from the expected values{at}: got {shown_got}, expected {shown_expected}", "wrong-values"
+            f"{what} differs from the expected values{at}: got {shown(value, right)}, expected {shown(right, value)}",
+            "wrong-values",
         )
 
 

@@ -13,7 +13,7 @@ import itertools
 import numpy as np
 
 from helpers.attention import softmax
-from helpers.checks._expect import Mismatch, same
+from helpers.checks._expect import Mismatch, same, shown
 
 FAMILY_CODES = {"scaled-by-a-constant", "shifted-along-an-axis", "axes-exchanged", "another-shift"}
 FAMILY_CODES |= {"not-a-distribution", "wrong-array-weighted", "scores-scaled-wrongly"}
@@ -82,20 +82,15 @@ def shifted_along_an_axis(got, expected, what):
                 ("+", cut(got, 0, n - k), cut(expected, k)),
                 ("−", cut(got, k), cut(expected, 0, n - k)),
             ):
-                if not same(moved, right):
-                    continue
-                raise Mismatch(
-                    f"{what} has the right numbers moved {k} place{'s' * (k > 1)} along axis {axis} (of length "
-                    f"{n}): its entry at place i is the right entry of place i {sign} {k}",
-                    "shifted-along-an-axis",
-                )
+                if same(moved, right):
+                    raise Mismatch(
+                        f"{what} has the right numbers moved {k} place{'s' * (k > 1)} along axis {axis} (of length "
+                        f"{n}): its entry at place i is the right entry of place i {sign} {k}",
+                        "shifted-along-an-axis",
+                    )
         for start, fewer, more in ((k, "without the first", "at the start"), (0, "without the last", "at the end")):
-            if (
-                m == n - k
-                and same(got, cut(expected, start, start + n - k))
-                or m == n + k
-                and same(cut(got, start, start + n), expected)
-            ):
+            dropped = m == n - k and same(got, cut(expected, start, start + n - k))
+            if dropped or m == n + k and same(cut(got, start, start + n), expected):
                 said = f"{fewer} {count}" if m < n else f"with {count} more {more}"
                 raise Mismatch(
                     f"{what} has {m} places along axis {axis} where {n} are expected: the right ones, {said}",
@@ -140,7 +135,7 @@ def not_a_distribution(got, expected, what, says, code="not-a-distribution", whe
     if rows.any() and not np.allclose(sums[rows], 1, atol=1e-6):
         worst = np.unravel_index(np.argmax(np.where(rows, np.abs(sums - 1), -1.0)), sums.shape)
         label = f"row {', '.join(str(int(i)) for i in worst)} sums" if worst else "it sums"
-        raise Mismatch(f"{what}: {label} to {_digits(float(sums[worst]))}, not 1{says}", code)
+        raise Mismatch(f"{what}: {label} to {shown(float(sums[worst]), 1.0)}, not 1{says}", code)
 
 
 def wrong_array_weighted(got, candidates, what, right="the values V"):
@@ -171,10 +166,9 @@ def scores_divided_by(got, attend, what, sizes, right):
                 )
 
 
-def other_order(got, expected, what, code, says):
-    """Raise Mismatch(code), "{what} has {says}", when `got` holds `expected`'s entries, each as often, elsewhere."""
-    if got.shape == expected.shape and not same(got, expected) and same(np.sort(got, None), np.sort(expected, None)):
-        raise Mismatch(f"{what} has {says}", code)
+def other_order(got, expected):
+    """True when `got` holds `expected`'s entries, each as often, in other places."""
+    return got.shape == expected.shape and not same(got, expected) and same(np.sort(got, None), np.sort(expected, None))
 
 
 def parts_in_other_order(got, expected, names, what, code):
@@ -186,11 +180,6 @@ def parts_in_other_order(got, expected, names, what, code):
                 f"return them in the order {', '.join(names)}",
                 code,
             )
-
-
-def _digits(value, near=1.0):
-    """`value` as text with as many significant digits as it takes to tell it from `near` (4 to 12)."""
-    return next((f"{value:.{d}g}" for d in range(4, 13) if f"{value:.{d}g}" != f"{near:.{d}g}"), f"{value:.12g}")
 
 
 # ---- a row softmax's slips: 02's row_softmax, 05's masked_softmax, and the weights inside 02's attention
@@ -276,7 +265,7 @@ def softmax_slips(got, scores, what, mask=None):
         raise Mismatch(f"{what}: " + SOFTMAX_SAYS["returned-in-loop"], "returned-in-loop")
     if np.any(got < 0):
         where = np.unravel_index(np.argmin(got), got.shape)
-        label, value = ", ".join(str(int(i)) for i in where[:-1]), _digits(float(got[where]), 0.0)
+        label, value = ", ".join(str(int(i)) for i in where[:-1]), shown(float(got[where]), 0.0)
         raise Mismatch(f"{what}: " + SOFTMAX_SAYS["no-exp"].format(label=label, value=value), "no-exp")
     rows_sum = np.allclose(got.sum(axis=-1)[allowed.any(axis=-1)], 1, atol=1e-6)
     if scores.shape[-2] > 1 and np.allclose(got.sum(axis=-2)[allowed.any(axis=-2)], 1, atol=1e-6) and not rows_sum:

@@ -31,10 +31,8 @@ def sinusoidal_loop(positions, d_model):
     table = np.zeros((len(positions), d_model))
     for t, p in enumerate(positions):
         for i in range(d_model // 2):
-            table[t, 2 * i], table[t, 2 * i + 1] = (
-                np.sin(p / 10000 ** (2 * i / d_model)),
-                np.cos(p / 10000 ** (2 * i / d_model)),
-            )
+            angle = p / 10000 ** (2 * i / d_model)
+            table[t, 2 * i], table[t, 2 * i + 1] = np.sin(angle), np.cos(angle)
     return table
 
 

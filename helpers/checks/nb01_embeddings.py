@@ -4,9 +4,6 @@ from helpers.checks._core import Case, check_rng, exercise
 from helpers.checks._expect import as_array, expect_equal
 from helpers.checks._families import other_order
 
-_COSINE = "a @ b / (np.linalg.norm(a) * np.linalg.norm(b))"
-_BOTH = "(np.linalg.norm(a) * np.linalg.norm(b))"
-
 
 @exercise(
     hint="The cosine is the dot product of a and b divided by the product of their two lengths; "
@@ -14,9 +11,9 @@ _BOTH = "(np.linalg.norm(a) * np.linalg.norm(b))"
     hint2="Try it on two vectors you can do in your head: a = (3, 4) and b = (6, 8) point the same way, so the "
     "cosine must be exactly 1, and −1 with b = (−6, −8). If you get 25 or 0.04 instead, look at what you "
     "divide by: the product of the two lengths, one number.",
-    solution=f"""
+    solution="""
         def cosine_similarity(a, b):
-            return {_COSINE}
+            return a @ b / (np.linalg.norm(a) * np.linalg.norm(b))
     """,
     mistakes=r"""
         dot-product: ` / (np.linalg.norm(a) * np.linalg.norm(b))` → ``
@@ -62,14 +59,6 @@ def cosine_similarity():
         yield Case(f"cosine_similarity(a, b) for a and b of shape ({d},)", (a, b), facts={"d": d})
 
 
-_COSINES = "table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))"
-_TOP = "np.argsort(-cosines)[:k]"
-_ROWS_LENGTHS = "np.linalg.norm(table, axis=1)"
-_WRONG_ORDER = (
-    "the right rows in the wrong order: put the most similar first (np.argsort sorts from smallest to largest)"
-)
-
-
 def _ranks(got, what):
     """The learner's k row numbers: a column or a row of k numbers is read as k numbers."""
     got = as_array(got, what)
@@ -82,10 +71,10 @@ def _ranks(got, what):
     hint2="Check the shapes on the way: the cosines of v with the table are one number per row, shape (n,), and"
     " the answer is k row numbers, best first. np.argsort puts the smallest first, and you want the "
     "largest. If v is itself a row of the table, that row must come out first, with cosine 1.",
-    solution=f"""
+    solution="""
         def nearest_neighbours(v, table, k):
-            cosines = {_COSINES}  # (n, d) @ (d,) -> (n,)
-            return {_TOP}
+            cosines = table @ v / (np.linalg.norm(table, axis=1) * np.linalg.norm(v))  # (n, d) @ (d,) -> (n,)
+            return np.argsort(-cosines)[:k]
     """,
     mistakes=r"""
         dot-product: `np.linalg.norm(table, axis=1) * ` → ``
@@ -116,7 +105,7 @@ def _ranks(got, what):
     """,
     read=_ranks,
     compare=lambda got, expected, case: expect_equal(got, expected, f"{case.what} (row indices, best first)"),
-    families=lambda got, expected, case: other_order(got, expected, case.what, "wrong-order", _WRONG_ORDER),
+    families=lambda got, expected, case: "wrong-order" if other_order(got, expected) else None,
 )
 def nearest_neighbours():
     rng = check_rng()

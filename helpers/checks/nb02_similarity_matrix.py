@@ -2,10 +2,8 @@
 
 import numpy as np
 
-from helpers.checks._core import Case, Mismatch, check_rng, exercise
+from helpers.checks._core import Case, check_rng, exercise
 from helpers.checks._families import softmax_slips
-
-_NORMED = "X = X / np.linalg.norm(X, axis=1, keepdims=True)"
 
 
 @exercise(
@@ -14,10 +12,10 @@ _NORMED = "X = X / np.linalg.norm(X, axis=1, keepdims=True)"
     hint2="Check the shape first: for T tokens the answer is (T, T), whatever d is; a (d, d) result compares "
     "the dimensions, not the tokens. With cosine=True every entry on the diagonal must be exactly 1, a "
     "token against itself: if it is not, each row was divided by something other than its own length.",
-    solution=f"""
+    solution="""
         def similarity_matrix(X, cosine=False):
             if cosine:
-                {_NORMED}  # (T, d) / (T, 1) -> unit rows
+                X = X / np.linalg.norm(X, axis=1, keepdims=True)  # (T, d) / (T, 1) -> unit rows
             return X @ X.T  # (T, d) @ (d, T) -> (T, T)
     """,
     mistakes=r"""
@@ -51,21 +49,16 @@ def similarity_matrix():
     yield Case(f"similarity_matrix(X, cosine=True) for X of shape ({T}, {d})", (X,), {"cosine": True}, {"T": T, "d": d})
 
 
-_ROW_MAX, _ROW_SUM = "S.max(axis=-1, keepdims=True)", "e.sum(axis=-1, keepdims=True)"
-
-
 @exercise(
-    hint="Do what softmax_loop does, to every row at once: subtract the row's largest score, take the "
-    "exponential, and divide by the row's sum. np.exp works on every entry; a max or a sum can run along "
-    "one axis only.",
-    hint2="Test it on two rows that are very different, such as 1, 2, 3 and 1000, 1000, 1000: every row must "
-    "sum to 1, and the second must be a third everywhere, with no overflow. If a row is divided by "
-    "another row's sum, the T_q sums were lined up with the columns instead of the rows: they must stand "
-    "as a column, one per row.",
-    solution=f"""
+    hint="Do what softmax_loop does, to every row at once: subtract the row's largest score, take the exponential, and "
+    "divide by the row's sum. np.exp works on every entry; a max or a sum can run along one axis only.",
+    hint2="Test it on two rows that are very different, such as 1, 2, 3 and 1000, 1000, 1000: every row must sum to 1, "
+    "and the second must be a third everywhere, with no overflow. If a row is divided by another row's sum, the T_q "
+    "sums were lined up with the columns instead of the rows: they must stand as a column, one per row.",
+    solution="""
         def row_softmax(S):
-            e = np.exp(S - {_ROW_MAX})  # (T_q, T_k) - (T_q, 1): each row's own max
-            return e / {_ROW_SUM}  # (T_q, T_k) / (T_q, 1): each row sums to 1
+            e = np.exp(S - S.max(axis=-1, keepdims=True))  # (T_q, T_k) - (T_q, 1): each row's own max
+            return e / e.sum(axis=-1, keepdims=True)  # (T_q, T_k) / (T_q, 1): each row sums to 1
     """,
     # a mistake with no message is named by the row softmax's family (_families.SOFTMAX_SAYS)
     mistakes=r"""
@@ -97,7 +90,7 @@ _ROW_MAX, _ROW_SUM = "S.max(axis=-1, keepdims=True)", "e.sum(axis=-1, keepdims=T
                     return weights
     """,
     families=lambda got, expected, case: softmax_slips(got, case.args[0], case.what),
-    forbid=("helpers.softmax", "helpers.attention.softmax"),
+    forbid=("helpers.softmax",),
 )
 def row_softmax():
     rng = check_rng()
@@ -110,7 +103,6 @@ def row_softmax():
     yield Case("row_softmax(S) for S with rows [1000, 1001, 1002] and [−1000, −999, −998]", (big,), facts=shapes)
 
 
-_WEIGHTS = "weights = e / e.sum(axis=-1, keepdims=True)"
 _MIXED = "the weights by which your {what} averaged the rows of X"
 
 
@@ -120,11 +112,7 @@ def _attention_families(got, expected, case):
     S = X @ X.T  # (T, T)
     if got.shape == S.shape:
         softmax_slips(got, S, f"the weights your {case.what} returned")
-        raise Mismatch(
-            f"{case.what} returned a {got.shape} matrix: those are the weights. Use them to average the rows of X "
-            f"and return the result, one row per token, shape (T, d) = {X.shape}",
-            "returned-weights",
-        )
+        return "returned-weights"
     if got.shape == X.shape and np.all(np.isfinite(got)):
         weights = got @ np.linalg.pinv(X)  # (T, d) @ (d, T) -> (T, T): the weights that mixed the rows, if any did
         if np.allclose(weights @ X, got):
@@ -138,11 +126,11 @@ def _attention_families(got, expected, case):
     hint2="Follow the shapes: X (T, d) gives scores (T, T), weights (T, T) whose rows each sum to 1, and an "
     "output (T, d) like X. Row i of the output is an average of the rows of X, so if every row of X is "
     "the same, the output is X itself. No scaling here: notebook 04 adds it.",
-    solution=f"""
+    solution="""
         def attention_without_weights(X):
             S = X @ X.T  # (T, d) @ (d, T) -> (T, T)
             e = np.exp(S - S.max(axis=-1, keepdims=True))
-            {_WEIGHTS}  # each row sums to 1
+            weights = e / e.sum(axis=-1, keepdims=True)  # each row sums to 1
             return weights @ X  # (T, T) @ (T, d) -> (T, d)
     """,
     # a mistake with no message is named by the row softmax's family (_families.SOFTMAX_SAYS)
@@ -165,7 +153,7 @@ def _attention_families(got, expected, case):
             adds the residual
     """,
     families=_attention_families,
-    forbid=("helpers.scaled_dot_product_attention", "helpers.attention.scaled_dot_product_attention"),
+    forbid=("helpers.scaled_dot_product_attention",),
 )
 def attention_without_weights():
     rng = check_rng()

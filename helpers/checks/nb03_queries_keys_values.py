@@ -2,13 +2,10 @@
 
 from helpers.checks._core import Case, check_rng, exercise
 
-_PLAIN = "Scaling is notebook 04's subject; here return the plain dot products of the queries with the keys"
-
 
 @exercise(
-    hint="Project X three times, once by each matrix, to get Q, K and V: a token is a row, so X comes first in "
-    "each product. The scores compare every query with every key: Q times the transpose of K, one row per "
-    "query.",
+    hint="Project X three times, once by each matrix, to get Q, K and V: a token is a row, so X comes first in each "
+    "product. The scores compare every query with every key: Q times the transpose of K, one row per query.",
     hint2="Write the shapes down before the products: X is (T, d_model) and each W has d_model rows, so each "
     "projection keeps the T rows and changes the width. The scores must be (T, T), row i for query i; a "
     "(d_k, d_k) result compares dimensions. Return the raw scores, with no softmax and no √d_k (notebook "
@@ -37,8 +34,6 @@ _PLAIN = "Scaling is notebook 04's subject; here return the plain dot products o
             queries with the keys, before any softmax
         weights-not-scores: `Q @ K.T  #` → `np.exp(Q @ K.T / np.sqrt(K.shape[-1]))  #`
             `V, scores` → `V, scores / scores.sum(axis=-1, keepdims=True)`
-            {what}: your scores are already weights (each row sums to 1). Return the raw scores, the dot products of the
-            queries with the keys, before any softmax
         elementwise: `Q @ K.T` → `Q * K`
             {what}: your scores have shape ({T}, {d_k}): you multiplied Q and K entry by entry, which pairs each token
             only with itself. The scores pair every query with every key: a ({T}, {T}) table of dot products
@@ -68,20 +63,15 @@ def qkv_scores():
     yield Case(f"qkv_scores(X, W_q, W_k, W_v) for {shapes}", (X, W_q, W_k, W_v), facts=facts)
 
 
-_INNER = "np.sum(d_weights * weights, axis=-1, keepdims=True)"
-
-
 @exercise(
-    hint="Follow the formula above the exercise: each entry of the result is its weight times (its own d_weight "
-    "minus the row's average of the d_weights, weighted by that row's weights). That is one sum per row, "
-    "over the last axis.",
-    hint2="Check it on a row whose answer you know: if every d_weight in the row is the same number, the result"
-    " is all zeros (adding one constant to every score changes no weight). The weighted average of a "
-    "row's d_weights is one number per row, and it belongs to its own row only: for weights of shape "
-    "(..., T) it needs the shape (..., 1).",
-    solution=f"""
+    hint="Follow the formula above the exercise: each entry of the result is its weight times (its own d_weight minus "
+    "the row's average of the d_weights, weighted by that row's weights). That is one sum per row, over the last axis.",
+    hint2="Check it on a row whose answer you know: if every d_weight in the row is the same number, the result is all "
+    "zeros (adding one constant to every score changes no weight). The weighted average of a row's d_weights is one "
+    "number per row, and it belongs to its own row only: for weights of shape (..., T) it needs the shape (..., 1).",
+    solution="""
         def softmax_backward(d_weights, weights):
-            inner = {_INNER}  # (..., T, 1)
+            inner = np.sum(d_weights * weights, axis=-1, keepdims=True)  # (..., T, 1)
             return weights * (d_weights - inner)  # (..., T, T)
     """,
     mistakes=r"""
@@ -113,7 +103,7 @@ _INNER = "np.sum(d_weights * weights, axis=-1, keepdims=True)"
             {what} is each d_weight minus the row's weighted average, without the factor in front: multiply that by the
             weight itself, w·(g − Σ_j w_j·g_j)
     """,
-    forbid=("helpers.softmax_backward", "helpers.attention.softmax_backward"),
+    forbid=("helpers.softmax_backward",),
 )
 def softmax_backward():
     from helpers.attention import softmax

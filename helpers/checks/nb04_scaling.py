@@ -3,11 +3,7 @@
 import numpy as np
 
 from helpers.checks._core import Case, Mismatch, check_rng, exercise
-from helpers.checks._expect import as_array, expect_close, one_number
-
-_VARIANCE = "d_k * sigma_q**2 * sigma_k**2"
-_SAID = "{what}: you predicted {got:.4g}, and 10,000 random pairs measure {measured:.4g}. "
-_SQUARED = "each product q_c·k_c has variance σ_q²·σ_k², both standard deviations squared"
+from helpers.checks._expect import one_number
 
 
 def _predicted(got, expected, case):
@@ -23,13 +19,12 @@ def _predicted(got, expected, case):
 @exercise(
     hint="q·k is a sum of d_k products q_c·k_c, independent of each other. Work out the variance of one product, "
     "then use the fact that the variances of independent terms add up.",
-    hint2="Test your formula on cases you can work out in your head: with d_k = 1 and both standard deviations "
-    "1, one product of two independent standard normal numbers has variance 1; doubling d_k doubles the "
-    "variance; doubling one standard deviation multiplies it by 4. Return the variance itself, not its "
-    "square root.",
-    solution=f"""
+    hint2="Test your formula on cases you can work out in your head: with d_k = 1 and both standard deviations 1, one "
+    "product of two independent standard normal numbers has variance 1; doubling d_k doubles the variance; doubling "
+    "one standard deviation multiplies it by 4. Return the variance itself, not its square root.",
+    solution="""
         def score_variance(d_k, sigma_q, sigma_k):
-            return {_VARIANCE}
+            return d_k * sigma_q**2 * sigma_k**2
     """,
     mistakes=r"""
         unit-variances: `d_k * sigma_q**2 * sigma_k**2` → `d_k`
@@ -69,27 +64,9 @@ def score_variance():
         yield Case(what, (d_k, sigma_q, sigma_k), facts={"d_k": d_k, "measured": measured}, expected=measured)
 
 
-_SCALED = "Q @ K.T / np.sqrt(d_k)"
-_QUERIES = "the number of queries (the rows of Q)"
-_KEYS = "the number of keys (the rows of K)"
-_ROOT_OF = "; d_k = {d_k} is the length of each query and key vector, the size of the last axis"
 _WHATS = [
     f"scaled_scores(Q, K) for Q ({T_q}, {d_k}) and K ({T_k}, {d_k})" for T_q, T_k, d_k in ((3, 5, 16), (2, 6, 64))
 ]
-
-
-def _by(divided, says):
-    """A mistake that divides the raw scores by `divided` (an expression of Q, K and d_k), and its message."""
-    return (_SCALED, f"Q @ K.T / {divided}"), says
-
-
-def _scores_pair(got, what):
-    return [as_array(part, w) for part, w in zip(got, _WHATS, strict=True)]
-
-
-def _scaled_right(got, expected, case):
-    for part, want, what in zip(got, expected, _WHATS, strict=True):
-        expect_close(part, want, what)
 
 
 def _name_the_divisor(got, expected, case):
@@ -137,10 +114,10 @@ def _divisor(got, scores):
     hint2="Q is (T_q, d_k) and K is (T_k, d_k): Q times the transpose of K is (T_q, T_k), one row per query. d_k is "
     "the size of the last axis of Q (the same as K's), not the number of rows of either, and the divisor is "
     "its square root, √d_k, not d_k itself.",
-    solution=f"""
+    solution="""
         def scaled_scores(Q, K):
             d_k = Q.shape[-1]
-            return {_SCALED}  # (T_q, d_k) @ (d_k, T_k) -> (T_q, T_k)
+            return Q @ K.T / np.sqrt(d_k)  # (T_q, d_k) @ (d_k, T_k) -> (T_q, T_k)
     """,
     # a mistake with no message is named by _name_the_divisor, which names the number the scores were divided by
     mistakes=r"""
@@ -184,11 +161,7 @@ def _divisor(got, scores):
             softmax comes after them, in attention
         softmax-applied:
             `return Q @ K.T / np.sqrt(d_k)` → `e = np.exp(Q @ K.T)\n    return e / e.sum(axis=-1, keepdims=True)`
-            {what}: your scores are already weights (each row sums to 1). Return the scaled scores themselves; the
-            softmax comes after them, in attention
     """,
-    read=_scores_pair,
-    compare=_scaled_right,
     families=_name_the_divisor,
 )
 def scaled_scores():
@@ -198,4 +171,4 @@ def scaled_scores():
     facts = {"T_q": 3, "T_k": 5, "d_k": 16, "root": 4.0, "twice": 32, "half": 8.0}
     facts["raw"] = [Q @ K.T for Q, K in inputs]
     expected = tuple(Q @ K.T / np.sqrt(Q.shape[-1]) for Q, K in inputs)
-    yield Case(_WHATS[0], facts=facts, expected=expected, run=lambda f: tuple(f(Q, K) for Q, K in inputs))
+    yield Case(_WHATS[0], facts=facts, expected=expected, run=lambda f: tuple(f(Q, K) for Q, K in inputs), parts=_WHATS)

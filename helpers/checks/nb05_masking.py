@@ -2,26 +2,18 @@
 
 import numpy as np
 
-from helpers.checks._core import Case, Mismatch, exercise
+from helpers.checks._core import Case, exercise
 from helpers.checks._families import softmax_slips
 from helpers.checks._reference import causal_mask_loop, masked_softmax_loop
-
-_CONVENTION = "In this workshop a mask's True means 'may attend' (some libraries use the opposite convention, True = "
-_FUTURE = (
-    "{what} is True on and above the diagonal: each query may see the keys after it (the future) but not the ones "
-    "before it. Rows are queries and columns are keys; a query may see the keys up to its own position ({own}), on "
-    "and below the diagonal"
-)
 
 
 @exercise(
     hint="Give every query and every key its position, and compare the two: query i may see key j when j is at "
     "most the query's position. Here the queries are the last T_q of the T_k positions, so query i sits at "
     "position i + (T_k − T_q). np.arange gives a run of positions.",
-    hint2="Draw a small case by hand: with T_q = 2 and T_k = 4 the two queries are the last two positions, 2 "
-    "and 3, so the first row is True, True, True, False and the second row is all True. The queries are "
-    "the rows and the keys the columns, and a square mask has True on its diagonal: a query may see "
-    "itself.",
+    hint2="Draw a small case by hand: with T_q = 2 and T_k = 4 the two queries are the last two positions, 2 and 3, so "
+    "the first row is True, True, True, False and the second row is all True. The queries are the rows and the keys "
+    "the columns, and a square mask has True on its diagonal: a query may see itself.",
     solution="""
         def build_causal_mask(T_q, T_k):
             query_pos = np.arange(T_q)[:, None] + (T_k - T_q)  # (T_q, 1): the queries are the last T_q positions
@@ -38,9 +30,6 @@ _FUTURE = (
             before it. Rows are queries and columns are keys; a query may see the keys up to its own position ({own}),
             on and below the diagonal
         future-visible: `key_pos <= query_pos` → `key_pos >= query_pos`
-            {what} is True on and above the diagonal: each query may see the keys after it (the future) but not the ones
-            before it. Rows are queries and columns are keys; a query may see the keys up to its own position ({own}),
-            on and below the diagonal
         true-means-blocked: `key_pos <= query_pos` → `key_pos > query_pos`
             {what} is True exactly where the key comes after the query, where attention must be blocked. In this
             workshop a mask's True means 'may attend' (some libraries use the opposite convention, True = blocked)
@@ -56,7 +45,7 @@ _FUTURE = (
             array would pick rows 0 and 1 instead of the True entries
     """,
     exact=True,
-    forbid=("helpers.causal_mask", "helpers.masking.causal_mask"),
+    forbid=("helpers.causal_mask",),
 )
 def build_causal_mask():
     # a square case first: a square-only answer passes it and is named on the first rectangle
@@ -74,13 +63,8 @@ def _blocked(got, mask):
 
 def _emptied(got, mask):
     """The rows that came out all zeros though they have allowed keys, as a message names them."""
-    rows = [int(i) for i in np.flatnonzero(~np.asarray(got).any(axis=-1) & mask.any(axis=-1))]
-    return (
-        f"row{'s' if len(rows) > 1 else ''} "
-        + ", ".join(map(str, rows[:-1]))
-        + " and " * (len(rows) > 1)
-        + str(rows[-1])
-    )
+    rows = [str(int(i)) for i in np.flatnonzero(~np.asarray(got).any(axis=-1) & mask.any(axis=-1))]
+    return f"row{'s' * (len(rows) > 1)} " + " and ".join([", ".join(rows[:-1]), rows[-1]] if len(rows) > 1 else rows)
 
 
 def _weights_facts(mask):
@@ -98,21 +82,13 @@ def _leaks(got, expected, case):
         return
     softmax_slips(got, scores, case.what, mask=mask)  # wrong axis, whole matrix, NaN, keepdims, rows not normalised
     if np.any(got[~np.broadcast_to(mask, got.shape)] != 0):
-        raise Mismatch(
-            f"{case.what}: a blocked key got weight {_blocked(got, mask)}. Every key where the mask is False must "
-            "get exactly 0: its score becomes −∞ before the softmax",
-            "masked-keys-weighted",
-        )
-
-
-_PLAIN = "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n    "
+        return "masked-keys-weighted"
 
 
 @exercise(
     hint="Before the softmax, replace every blocked score by minus infinity, so that its exponential is exactly 0; "
-    "then take a stable softmax along each row (over the keys). A row whose keys are all blocked needs "
-    "care, since its max is minus infinity too. np.where chooses, entry by entry, between two arrays by a "
-    "mask.",
+    "then take a stable softmax along each row (over the keys). A row whose keys are all blocked needs care, since its "
+    "max is minus infinity too. np.where chooses, entry by entry, between two arrays by a mask.",
     hint2="Two rows to try by hand: a row with one blocked key must give that key exactly 0 and share 1 among "
     "the others; a row with every key blocked must come out all zeros, with no warning and no NaN. In "
     "such a row the maximum is −∞ and the sum is 0, so both need a stand-in number there.",
@@ -169,12 +145,7 @@ _PLAIN = "e = np.exp(scores - scores.max(axis=-1, keepdims=True))\n    "
     """,
     families=_leaks,
     # the workshop's softmax already turns an all -inf row into zeros: that is the lesson, so write it
-    forbid=(
-        "helpers.softmax",
-        "helpers.attention.softmax",
-        "helpers.scaled_dot_product_attention",
-        "helpers.attention.scaled_dot_product_attention",
-    ),
+    forbid=("helpers.softmax", "helpers.scaled_dot_product_attention"),
 )
 def masked_softmax():
     from helpers.checks._core import check_rng

@@ -6,29 +6,14 @@ from helpers.checks._core import Case, check_rng, exercise
 from helpers.checks._families import other_order, scores_divided_by, wrong_array_weighted
 from helpers.checks._reference import multihead_loop
 
-_FRONT = (
-    "you exchanged the second and third axes counted from the front, which are the {pair} axes only when there is "
-    "exactly one leading axis, and this {X} has {{leading}} leading axes. Count from the end, the third-last and "
-    "second-last, so it works for any number"
-)
-_SPLIT_PLACES = (
-    "the right shape and the right numbers in the wrong places: head i takes d_head neighbouring columns of each "
-    "token (head 0 the first d_head columns, head 1 the next d_head), and the tokens keep their order"
-)
-_MERGE_PLACES = (
-    "the right shape and the right numbers in the wrong places: each token's row holds head 0's d_head numbers, "
-    "then head 1's, and so on: whole heads side by side, the tokens in their order"
-)
-
 
 @exercise(
     hint="Head i owns a block of d_head neighbouring columns of every token. Cut the last axis into two, (heads, "
     "d_head), then bring the heads axis in front of the tokens axis; np.swapaxes exchanges two axes, and "
     "counting axes from the end works whatever the number of leading axes.",
-    hint2="Try it on numbered entries: X of shape (2, 4) holding 0 to 7 row by row, and two heads. Head 0 must "
-    "hold 0, 1 and 4, 5 (the first two columns of both tokens), head 1 holds 2, 3 and 6, 7. If head 0 "
-    "comes out as 0, 1 and 2, 3, the tokens were mixed into the heads: one reshape alone cannot move the "
-    "heads in front of the tokens.",
+    hint2="Try it on numbered entries: X of shape (2, 4) holding 0 to 7 row by row, and two heads. Head 0 must hold 0, "
+    "1 and 4, 5 (the first two columns of both tokens), head 1 holds 2, 3 and 6, 7. If head 0 comes out as 0, 1 and 2, "
+    "3, the tokens were mixed into the heads: one reshape alone cannot move the heads in front of the tokens.",
     solution="""
         def split_heads_batched(X, n_heads):
             *batch, T, d_model = X.shape
@@ -64,8 +49,8 @@ _MERGE_PLACES = (
             {what} has shape {got.shape}: the heads are right, but {came_back} {lead}. Keep every leading axis as it is,
             whatever their number: (..., h, T, d_head)
     """,
-    families=lambda got, expected, case: other_order(got, expected, case.what, "wrong-places", _SPLIT_PLACES),
-    forbid=("helpers.split_heads", "helpers.multihead.split_heads"),
+    families=lambda got, expected, case: "wrong-places" if other_order(got, expected) else None,
+    forbid=("helpers.split_heads",),
 )
 def split_heads_batched():
     rng = check_rng()
@@ -81,20 +66,16 @@ def split_heads_batched():
         yield Case(what, (rng.normal(size=shape), n_heads), facts=facts)
 
 
-_JOINED = "np.swapaxes(H, -3, -2)"
-
-
 @exercise(
     hint="Undo the split in reverse order: bring the tokens axis back in front of the heads axis (np.swapaxes), "
     "then join the last two axes into one of width h·d_head.",
-    hint2="Merging undoes splitting: merging the split of any X must give X back, whatever the number of "
-    "leading axes. On the numbered example (two tokens, 0 to 7, two heads) the heads 0, 1 / 4, 5 and 2, 3"
-    " / 6, 7 must give back the rows 0 to 3 and 4 to 7. The heads sit side by side in each token's row: "
-    "they are not added.",
-    solution=f"""
+    hint2="Merging undoes splitting: merging the split of any X must give X back, whatever the number of leading axes. "
+    "On the numbered example (two tokens, 0 to 7, two heads) the heads 0, 1 / 4, 5 and 2, 3 / 6, 7 must give back the "
+    "rows 0 to 3 and 4 to 7. The heads sit side by side in each token's row: they are not added.",
+    solution="""
         def merge_heads_batched(H):
             *batch, n_heads, T, d_head = H.shape
-            H = {_JOINED}  # (..., T, h, d_head)
+            H = np.swapaxes(H, -3, -2)  # (..., T, h, d_head)
             return H.reshape(*batch, T, n_heads * d_head)  # (..., T, d_model)
     """,
     mistakes=r"""
@@ -110,9 +91,6 @@ _JOINED = "np.swapaxes(H, -3, -2)"
             side by side, (..., T, h·d_head) = (..., {T}, {d_model}); the sum over heads appears only once the output
             projection has been applied
         heads-added: `*batch, n_heads, T, ` → `return H.mean(axis=-3)\n    *batch, n_heads, T, `
-            {what} has shape {got.shape}, (..., T, d_head): you added the heads up (or averaged them). Merging puts them
-            side by side, (..., T, h·d_head) = (..., {T}, {d_model}); the sum over heads appears only once the output
-            projection has been applied
         last-two-axes: `np.swapaxes(H, -3, -2)` → `np.swapaxes(H, -2, -1)`
             {what}: you exchanged the last two axes, the tokens and d_head, before joining, so each row of your result
             holds numbers of several tokens. The axes to exchange are the heads and the tokens (the third-last and the
@@ -129,8 +107,8 @@ _JOINED = "np.swapaxes(H, -3, -2)"
             H has no leading axes; here it is a leading axis of size {first}. Join the heads, the third-last axis, side
             by side
     """,
-    families=lambda got, expected, case: other_order(got, expected, case.what, "wrong-places", _MERGE_PLACES),
-    forbid=("helpers.merge_heads", "helpers.multihead.merge_heads"),
+    families=lambda got, expected, case: "wrong-places" if other_order(got, expected) else None,
+    forbid=("helpers.merge_heads",),
 )
 def merge_heads_batched():
     rng = check_rng()
@@ -139,27 +117,6 @@ def merge_heads_batched():
         *batch, n_heads, T, d_head = shape
         facts = {"h": n_heads, "T": T, "d_model": n_heads * d_head, "leading": len(batch), "first": shape[0]}
         yield Case(f"merge_heads_batched(H of shape {shape})", (rng.normal(size=shape),), facts=facts)
-
-
-_CROSS_SOLUTION = """
-        def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
-            d_head = W_q.shape[1] // n_heads
-
-            def split(M):  # (T, d_model) -> (h, T, d_head)
-                return M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
-
-            Q, K, V = split(x @ W_q), split(context @ W_k), split(context @ W_v)
-            scores = np.einsum("hqd,hkd->hqk", Q, K) / np.sqrt(d_head)  # (h, T_q, T_k)
-            if mask is not None:
-                scores = np.where(mask, scores, -np.inf)
-            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-            weights = weights / weights.sum(axis=-1, keepdims=True)
-            heads = np.einsum("hqk,hkd->hqd", weights, V)  # (h, T_q, d_head)
-            return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o  # (T_q, d_model) @ (d_model, d_model)
-    """
-_SPLIT = "M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)"
-_MASKED = "if mask is not None:\n        scores = np.where(mask, scores, -np.inf)"
-_NORMED = "weights / weights.sum(axis=-1, keepdims=True)"
 
 
 def _values_and_scales(got, expected, case):
@@ -177,11 +134,25 @@ def _values_and_scales(got, expected, case):
     hint="The same steps as multi-head self-attention, except that the queries are projected from x and the keys "
     "and values from context. Each head's scores are divided by √d_head, blocked scores become −∞ before the "
     "softmax, and the merged heads are multiplied by W_o. np.einsum can run every head at once.",
-    hint2="Two things differ from self-attention: the queries have T_q rows and the keys T_k, so each head's "
-    "scores are (T_q, T_k); and the scale is √d_head with d_head = d_model / h, not √d_model. A check: "
-    "with the context equal to x and a mask of all True you must get exactly what multi-head self-"
-    "attention gives.",
-    solution=_CROSS_SOLUTION,
+    hint2="Two things differ from self-attention: the queries have T_q rows and the keys T_k, so each head's scores "
+    "are (T_q, T_k); and the scale is √d_head with d_head = d_model / h, not √d_model. A check: with the context equal "
+    "to x and a mask of all True you must get exactly what multi-head self-attention gives.",
+    solution="""
+        def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):
+            d_head = W_q.shape[1] // n_heads
+
+            def split(M):  # (T, d_model) -> (h, T, d_head)
+                return M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)
+
+            Q, K, V = split(x @ W_q), split(context @ W_k), split(context @ W_v)
+            scores = np.einsum("hqd,hkd->hqk", Q, K) / np.sqrt(d_head)  # (h, T_q, T_k)
+            if mask is not None:
+                scores = np.where(mask, scores, -np.inf)
+            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            weights = weights / weights.sum(axis=-1, keepdims=True)
+            heads = np.einsum("hqk,hkd->hqd", weights, V)  # (h, T_q, d_head)
+            return heads.transpose(1, 0, 2).reshape(x.shape[0], -1) @ W_o  # (T_q, d_model) @ (d_model, d_model)
+    """,
     mistakes=r"""
         keys-from-x: `split(context @ W_k), split(context @ W_v)` → `split(x @ W_k), split(x @ W_v)`
             {what}: your keys and values come from x, so this is self-attention. In cross-attention only the queries
@@ -205,10 +176,6 @@ def _values_and_scales(got, expected, case):
             columns into (h, d_head) first, then move the heads axis in front
         tokens-mixed:
             `M.reshape(M.shape[0], n_heads, d_head).transpose(1, 0, 2)` → `M.reshape(n_heads, M.shape[0], d_head)`
-            `heads.transpose(1, 0, 2).` → `heads.transpose(1, 0, 2).`
-            {what}: your heads mix tokens. A reshape of (T, d_model) straight to (h, T, d_head) fills head 0 with the
-            first tokens' numbers in memory order, so a head's rows are pieces of several tokens. Cut each token's
-            columns into (h, d_head) first, then move the heads axis in front
         mask-none: `if mask is not None:\n        scores = np.where` → `scores = np.where`
             {what}: with mask=None every score was blocked, so your result is all NaN (with a mask that allows every key
             it is right). None means no mask: every query sees every key; block scores only when a mask is given
@@ -239,7 +206,7 @@ def _values_and_scales(got, expected, case):
             exponential is 1, so the blocked keys still get weight. A blocked score must be −∞
     """,
     families=_values_and_scales,
-    forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention"),
+    forbid=("helpers.MultiHeadAttention",),
 )
 def multi_head_cross_attention():
     rng = check_rng()

@@ -6,7 +6,7 @@ import itertools
 import numpy as np
 
 from helpers.checks._core import Case, Mismatch, check_rng, exercise
-from helpers.checks._expect import expect_close, one_number
+from helpers.checks._expect import one_number
 from helpers.checks._reference import sinusoidal_loop
 from helpers.positional import sinusoidal_positional_encoding
 
@@ -78,11 +78,8 @@ from helpers.positional import sinusoidal_positional_encoding
             and cosine written into it was cut to 0, 1 or −1
     """,
     combine=3,
-    forbid=(
-        "helpers.sinusoidal_positional_encoding",
-        "helpers.positional.sinusoidal_positional_encoding",
-        "helpers.positional.rotary_angles",
-    ),  # rotary_angles computes the table's angles
+    # rotary_angles computes the table's angles
+    forbid=("helpers.sinusoidal_positional_encoding", "helpers.positional.rotary_angles"),
 )
 def sinusoidal_table():
     # integer positions (as the notebook passes them), then float ones; never 0, 1, 2, ... in the first case
@@ -205,29 +202,10 @@ _SCORE_CASES = [
         ((-0.8, 0.3), (1.0, -2.0), 7, 0.01),
     )
 ]
-_TURNED = "[a * np.cos(angle) - b * np.sin(angle), a * np.sin(angle) + b * np.cos(angle)]"
 _WHATS = [
     f"score_from_offset(q={q.tolist()}, k={k.tolist()}, offset={offset}, theta={theta})"
     for q, k, offset, theta in _SCORE_CASES
 ]
-_SCORE_SOLUTION = f"""
-def score_from_offset(q_pair, k_pair, offset, theta):
-    a, b = k_pair
-    angle = offset * theta  # the key turns by (n - m) * theta relative to the query
-    k_turned = np.array({_TURNED})
-    return np.dot(q_pair, k_turned)  # one number: q . R_(n-m) k
-"""
-
-
-def _scores(got, what):
-    if not isinstance(got, tuple) or len(got) != len(_WHATS):  # the check's own run: one result per case
-        raise Mismatch(f"{what} gave {got!r}", "wrong-values")
-    return [one_number(score, w, "one real number") for score, w in zip(got, _WHATS, strict=True)]
-
-
-def _each_score(got, expected, case):
-    for score, right, what in zip(got, expected, _WHATS, strict=True):
-        expect_close(score, right, what, rtol=1e-6, atol=1e-9)
 
 
 def _name_the_turn(got, expected, case):
@@ -265,7 +243,13 @@ def _name_the_turn(got, expected, case):
     "before the dot product: the key (1, 0) turned by a quarter turn (offset·θ = π/2) must land on (0, 1), "
     "and a turn never changes the key's length. The score is one number: the query's first coordinate times "
     "the turned key's first, plus the same for the second.",
-    solution=_SCORE_SOLUTION,
+    solution="""
+        def score_from_offset(q_pair, k_pair, offset, theta):
+            a, b = k_pair
+            angle = offset * theta  # the key turns by (n - m) * theta relative to the query
+            k_turned = np.array([a * np.cos(angle) - b * np.sin(angle), a * np.sin(angle) + b * np.cos(angle)])
+            return np.dot(q_pair, k_turned)  # one number: q . R_(n-m) k
+    """,
     mistakes=r"""
         wrong-direction: `a, b = k_pair` → `a, b = q_pair`, `np.dot(q_pair, k_turned)` → `np.dot(k_turned, k_pair)`
         unturned: `np.dot(q_pair, k_turned)` → `np.dot(q_pair, k_pair)`
@@ -276,12 +260,12 @@ def _name_the_turn(got, expected, case):
         cosines-off-diagonal: `np.array([` → `np.array([a * np.sin(angle) + b * np.cos(angle), `
             `, a * np.sin(angle) + b * np.cos(angle)])` → `])`
     """,
-    read=_scores,
-    compare=_each_score,
+    read=lambda got, what: one_number(got, what, "one real number"),
+    close={"rtol": 1e-6, "atol": 1e-9},
     families=_name_the_turn,
     forbid=("helpers.positional.apply_rotary",),
 )
 def score_from_offset():
     rights = [float((_turn(5 * theta) @ q) @ (_turn((5 + offset) * theta) @ k)) for q, k, offset, theta in _SCORE_CASES]
     run = lambda f: tuple(f(q, k, offset, theta) for q, k, offset, theta in _SCORE_CASES)  # noqa: E731
-    yield Case(_WHATS[0], expected=tuple(rights), run=run)  # q at position 5, k at 5 + offset
+    yield Case(_WHATS[0], expected=tuple(rights), run=run, parts=_WHATS)  # q at position 5, k at 5 + offset

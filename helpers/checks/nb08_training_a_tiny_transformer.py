@@ -9,22 +9,6 @@ from helpers.checks._expect import same
 from helpers.checks._families import scores_divided_by, wrong_array_weighted
 from helpers.checks._reference import multihead_loop
 
-_BLOCK_SOLUTION = """
-    def residual_attention_block(X, W_q, W_k, W_v, W_o, n_heads):
-        T, d_model = X.shape
-        d_head = d_model // n_heads
-
-        def split(M):  # (T, d_model) -> (h, T, d_head)
-            return M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
-
-        Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
-        scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T, T)
-        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        weights /= weights.sum(axis=-1, keepdims=True)  # each row sums to 1
-        heads = weights @ V  # (h, T, T) @ (h, T, d_head) -> (h, T, d_head)
-        delta_E = heads.transpose(1, 0, 2).reshape(T, d_model) @ W_o  # (T, d_model)
-        return X + delta_E  # the residual: E' = E + ΔE
-"""
 _NAMES = ("W_q", "W_k", "W_v", "W_o")
 
 
@@ -49,10 +33,6 @@ def _block_families(got, expected, case):
     scores_divided_by(got, lambda c: X + multihead_loop(X, X, *W, n_heads, scale=1 / c), case.what, sizes, scale)
 
 
-_SPLIT = "M.reshape(T, n_heads, d_head).transpose(1, 0, 2)"
-_MERGE = "heads.transpose(1, 0, 2).reshape(T, d_model)"
-
-
 @exercise(
     hint="Project X into queries, keys and values, split each into n_heads heads, run scaled dot-product attention "
     "in each head, put the heads side by side again and project them with W_o: that is the change ΔE. The "
@@ -61,7 +41,22 @@ _MERGE = "heads.transpose(1, 0, 2).reshape(T, d_model)"
     "d_model / n_heads, each head's weights (T, T) with rows summing to 1 over the keys, and ΔE (T, "
     "d_model) again. A property to test: with W_o all zeros, ΔE is zero and the block gives back X "
     "unchanged. The helpers of notebook 06 do the splitting, the attention and the merging.",
-    solution=_BLOCK_SOLUTION,
+    solution="""
+        def residual_attention_block(X, W_q, W_k, W_v, W_o, n_heads):
+            T, d_model = X.shape
+            d_head = d_model // n_heads
+
+            def split(M):  # (T, d_model) -> (h, T, d_head)
+                return M.reshape(T, n_heads, d_head).transpose(1, 0, 2)
+
+            Q, K, V = split(X @ W_q), split(X @ W_k), split(X @ W_v)
+            scores = Q @ K.transpose(0, 2, 1) / np.sqrt(d_head)  # (h, T, T)
+            weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+            weights /= weights.sum(axis=-1, keepdims=True)  # each row sums to 1
+            heads = weights @ V  # (h, T, T) @ (h, T, d_head) -> (h, T, d_head)
+            delta_E = heads.transpose(1, 0, 2).reshape(T, d_model) @ W_o  # (T, d_model)
+            return X + delta_E  # the residual: E' = E + ΔE
+    """,
     mistakes=r"""
         no-residual: `return X + delta_E` → `return delta_E`
             {what} returned ΔE, the change that attention proposes; the block returns E′ = X + ΔE: the input, with the
@@ -107,7 +102,7 @@ _MERGE = "heads.transpose(1, 0, 2).reshape(T, d_model)"
             d_model): the attention weights stay inside it
     """,
     families=_block_families,
-    forbid=("helpers.MultiHeadAttention", "helpers.multihead.MultiHeadAttention", "helpers.transformer.self_attention"),
+    forbid=("helpers.MultiHeadAttention", "helpers.transformer.self_attention"),
 )
 def residual_attention_block():
     rng = check_rng()
@@ -119,9 +114,6 @@ def residual_attention_block():
         yield Case(what, (X, *W, n_heads), facts=facts, expected=X + multihead_loop(X, X, *W, n_heads))
 
 
-_ADD_AT = "np.add.at(d_E, ids, d_X)"
-
-
 @exercise(
     hint="Each place (b, t) of X is a copy of one row of E, the row of the word that sits there. So the gradient of "
     "a word's row collects the gradients of every place where that word sits: a sum, one term per place.",
@@ -129,10 +121,10 @@ _ADD_AT = "np.add.at(d_E, ids, d_X)"
     "places' gradients. If it holds only one of them, the addition wrote the repeated row once, as "
     "numpy's ordinary indexed addition does; np.add.at adds once per place. The result has E's shape, "
     "(vocab_size, d_model), whatever the batch.",
-    solution=f"""
+    solution="""
         def embedding_backward(d_X, ids, vocab_size):
             d_E = np.zeros((vocab_size, d_X.shape[-1]))  # (vocab_size, d_model)
-            {_ADD_AT}  # row ids[b, t] collects d_X[b, t], once per place the word sits
+            np.add.at(d_E, ids, d_X)  # row ids[b, t] collects d_X[b, t], once per place the word sits
             return d_E
     """,
     mistakes=r"""
@@ -161,12 +153,9 @@ _ADD_AT = "np.add.at(d_E, ids, d_X)"
             {what} is the right sum divided by the batch size, {B}: a word's row adds up the gradients of its places,
             with no averaging (a loss that is a mean over the batch already put its 1/B inside d_X)
         width-from-sentence-length: `d_X.shape[-1]` → `d_X.shape[1]`
-            `np.add.at(d_E, ids, d_X)` → `np.add.at(d_E, ids, d_X)`
             {what}: your table has one column per position of a sentence, T = {T}, where dE has one per dimension of a
             word vector, d_model = {d_model}, the last axis of d_X: dE has the shape of E, ({vocab_size}, {d_model})
         width-from-sentence-length: `d_X.shape[-1]` → `d_X.shape[1]`, `np.add.at(d_E, ids, d_X)` → `d_E[ids] += d_X`
-            {what}: your table has one column per position of a sentence, T = {T}, where dE has one per dimension of a
-            word vector, d_model = {d_model}, the last axis of d_X: dE has the shape of E, ({vocab_size}, {d_model})
         flattened-ids-only: `np.add.at(d_E, ids, d_X)` → `np.add.at(d_E, ids.ravel(), d_X)`
             {what}: the gradients added do not fit the rows they go into. The ids name {n} places, and d_X holds one row
             of width d_model = {d_model} for each; if you flattened the ids to ({n},), flatten d_X the same way, to

@@ -36,34 +36,23 @@ def _row_families(got, expected, case):
     )
 
 
-_ROW_SOLUTION = """
-    def attention_row(X, attention, head, i):
-        d_head = attention.d_model // attention.n_heads
-        cols = slice(head * d_head, (head + 1) * d_head)  # this head's columns
-        q = X[i] @ attention.W_q[:, cols] + attention.b_q[cols]  # (d_model,) @ (d_model, d_head) -> (d_head,)
-        K = X @ attention.W_k[:, cols] + attention.b_k[cols]  # (T, d_model) @ (d_model, d_head) -> (T, d_head)
-        scores = K @ q / np.sqrt(d_head)  # (T, d_head) @ (d_head,) -> (T,)
-        e = np.exp(scores - scores.max())
-        return e / e.sum()
-"""
-# the whole (T, T) matrix of one head's weights, then one row of it: the edits below change how
-_MATRIX = [
-    ("q = X[i] @", "Q = X @"),
-    ("K @ q /", "Q @ K.T /"),
-    ("scores.max())", "scores.max(axis=-1, keepdims=True))"),
-    ("return e / e.sum()", "weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]"),
-]
-
-
 @exercise(
     hint="Each head owns its own slice of d_head columns of W_q and W_k, and the same slice of their biases. Make "
     "query i's vector and every token's key with that slice, score the keys against the query, scale by "
     "1/√d_head, and turn the T scores into weights with a softmax.",
-    hint2="Check the shapes: head h's query is d_head numbers, its keys (T, d_head), its scores and its weights"
-    " T numbers, the weights positive and adding up to 1. Head h owns columns h·d_head up to (h + "
-    "1)·d_head of W_q and W_k and the same entries of their biases: leave a bias out and the weights "
-    "differ from the model's.",
-    solution=_ROW_SOLUTION,
+    hint2="Check the shapes: head h's query is d_head numbers, its keys (T, d_head), its scores and its weights T "
+    "numbers, the weights positive and adding up to 1. Head h owns columns h·d_head up to (h + 1)·d_head of W_q and "
+    "W_k and the same entries of their biases: leave a bias out and the weights differ from the model's.",
+    solution="""
+        def attention_row(X, attention, head, i):
+            d_head = attention.d_model // attention.n_heads
+            cols = slice(head * d_head, (head + 1) * d_head)  # this head's columns
+            q = X[i] @ attention.W_q[:, cols] + attention.b_q[cols]  # (d_model,) @ (d_model, d_head) -> (d_head,)
+            K = X @ attention.W_k[:, cols] + attention.b_k[cols]  # (T, d_model) @ (d_model, d_head) -> (T, d_head)
+            scores = K @ q / np.sqrt(d_head)  # (T, d_head) @ (d_head,) -> (T,)
+            e = np.exp(scores - scores.max())
+            return e / e.sum()
+    """,
     mistakes=r"""
         no-biases: ` + attention.b_q[cols]` → ``, ` + attention.b_k[cols]` → ``
             {what}: you left out the biases; the model's queries and keys are X times W plus b (b_q and b_k, this head's
@@ -85,13 +74,7 @@ _MATRIX = [
             keys, which have d_head = {d_head}; take this head's slice of the bias, the same d_head positions as its
             columns of W
         whole-bias: ` + attention.b_k[cols]` → ` + attention.b_k`
-            {what}: your code added a whole bias, all d_model = {d_model} numbers of b_q or b_k, to this head's query or
-            keys, which have d_head = {d_head}; take this head's slice of the bias, the same d_head positions as its
-            columns of W
-        softmax-whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `scores.max(axis=-1, keepdims=True)` → `scores.max()`, `e.sum(axis=-1, keepdims=True)` → `e.sum()`
+        softmax-whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`, `e / e.sum()` → `(e / e.sum())[i]`
             {what}: your softmax ran over the whole (T, T) matrix of scores at once, so row {i} adds up to {total}, not
             1; it runs along each row on its own, over the keys of one query
         no-softmax: `e = np.exp(scores - scores.max())\n    return e / e.sum()` → `return scores`
@@ -99,30 +82,22 @@ _MATRIX = [
             and adding up to 1 over the keys
         no-softmax: `e = np.exp(scores - scores.max())\n    return e / e.sum()` → `return scores`
             ` / np.sqrt(d_head)` → ``
-            {what}: you returned the scores themselves (they sum to {total}); the weights are their softmax, positive
-            and adding up to 1 over the keys
         not-normalised: `e / e.sum()` → `e`
             {what}: you took the exponential of the scores but did not divide by their sum over the keys, so your
             weights add up to {total}, not 1
         not-normalised: `e / e.sum()` → `e`, `scores - scores.max()` → `scores`
-            {what}: you took the exponential of the scores but did not divide by their sum over the keys, so your
-            weights add up to {total}, not 1
         softmax-over-queries: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `axis=-1` → `axis=0`
+            `scores.max()` → `scores.max(axis=0)`, `e / e.sum()` → `(e / e.sum(axis=0))[i]`
             {what}: your softmax ran down each column of the (T, T) scores, over the queries, so the row does not sum to
             1 (it sums to {total}); it runs along each row, over the keys
         took-column: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `weights[i]` → `weights[:, i]`
+            `scores.max()` → `scores.max(axis=-1, keepdims=True)`
+            `e / e.sum()` → `(e / e.sum(axis=-1, keepdims=True))[:, i]`
             {what}: you returned column {i} of the weights, what every query gives key {i}; the answer is row {i}, what
             query {i} gives every key
         whole-matrix: `q = X[i] @` → `Q = X @`, `K @ q /` → `Q @ K.T /`
-            `scores.max())` → `scores.max(axis=-1, keepdims=True))`
-            `return e / e.sum()` → `weights = e / e.sum(axis=-1, keepdims=True)\n    return weights[i]`
-            `weights[i]` → `weights`
+            `scores.max()` → `scores.max(axis=-1, keepdims=True)`
+            `e / e.sum()` → `e / e.sum(axis=-1, keepdims=True)`
             {what} has shape {got.shape}: you returned the weights of every query; return only row {i}, the weights of
             query {i}, shape ({T},)
         called-the-layer: `d_head ` → `return attention(X)[1][head, i]\n    d_head `
@@ -148,22 +123,17 @@ def attention_row():
         )
 
 
-_POOLED = "pooled = (H * real[..., None]).sum(axis=1) / counts"
-_UNIT = "return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)"
-
-
 @exercise(
     hint="Average each sentence's token vectors over its real tokens only, then divide that mean by its own length "
     "(np.linalg.norm gives a vector's length).",
-    hint2="Check it on a padded batch: a sentence's embedding must not change when padding tokens are added to "
-    "it, and every row of the result must have length 1. The mask is 1 at real tokens and 0 at padding; "
-    "to zero the padding rows of H, (n, T, d), it needs a last axis of length 1. The mean divides by the "
-    "count of real tokens, not by T.",
-    solution=f"""
+    hint2="Check it on a padded batch: a sentence's embedding must not change when padding tokens are added to it, and "
+    "every row of the result must have length 1. The mask is 1 at real tokens and 0 at padding; to zero the padding "
+    "rows of H, (n, T, d), it needs a last axis of length 1. The mean divides by the count of real tokens, not by T.",
+    solution="""
         def sentence_embedding(H, real):
             counts = real.sum(axis=1, keepdims=True)  # (n, 1): real tokens per sentence
-            {_POOLED}  # (n, T, d) -> (n, d): padding left out
-            {_UNIT}  # unit length
+            pooled = (H * real[..., None]).sum(axis=1) / counts  # (n, T, d) -> (n, d): padding left out
+            return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)  # unit length
     """,
     mistakes=r"""
         padding-averaged: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=1)`
@@ -171,8 +141,6 @@ _UNIT = "return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)"
             real tokens and 2 of padding)
         padding-averaged: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=1)`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what}: you averaged the padding positions too; average only where real is True (the second sentence has 4
-            real tokens and 2 of padding)
         not-normalised: `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
             {what}: the mean is right but its rows are not of length 1 (their lengths are {lengths}); divide each row by
             its own length
@@ -185,34 +153,23 @@ _UNIT = "return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)"
             {what}: you normalised each token before averaging; average first, then normalise the mean
         normalised-first: `counts = ` → `H = H / np.linalg.norm(H, axis=-1, keepdims=True)\n    counts = `
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what}: you normalised each token before averaging; average first, then normalise the mean
         one-length-for-all: `np.linalg.norm(pooled, axis=-1, keepdims=True)` → `np.linalg.norm(pooled)`
             {what}: you divided the rows by one length for all of them (or by each column's); each sentence's row is
             divided by its own length, so that every row has length 1
         one-length-for-all: `np.linalg.norm(pooled, axis=-1, keepdims=True)` → `np.linalg.norm(pooled, axis=0)`
-            {what}: you divided the rows by one length for all of them (or by each column's); each sentence's row is
-            divided by its own length, so that every row has length 1
         first-token: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H[:, 0]`
             {what}: you took each sentence's first token (the model's [CLS]) as its embedding; this model's sentence
             embedding is the mean over all of the sentence's real tokens, scaled to length 1
         first-token: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H[:, 0]`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what}: you took each sentence's first token (the model's [CLS]) as its embedding; this model's sentence
-            embedding is the mean over all of the sentence's real tokens, scaled to length 1
         averaged-sentences: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=0)`
             {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
             average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         averaged-sentences: `pooled = (H * real[..., None]).sum(axis=1) / counts` → `pooled = H.mean(axis=0)`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
-            average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         averaged-sentences: `.sum(axis=1) / counts` → `.sum(axis=0) / real.sum(axis=0)[:, None]`
-            {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
-            average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         averaged-sentences: `.sum(axis=1) / counts` → `.sum(axis=0) / real.sum(axis=0)[:, None]`
             `return pooled / np.linalg.norm(pooled, axis=-1, keepdims=True)` → `return pooled`
-            {what} has shape {got.shape}, one row per token position: you averaged over the sentences, the first axis;
-            average over each sentence's tokens, the middle axis, for one row per sentence, (3, 8)
         mask-without-axis: `H * real[..., None]` → `H * real`
             {what}: H is (n, T, d) and real is (n, T), so numpy cannot multiply them: real needs a last axis of length
             1, (n, T, 1), to line up with each token's d numbers

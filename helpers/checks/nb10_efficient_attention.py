@@ -8,13 +8,6 @@ from helpers.checks._families import parts_in_other_order, scores_divided_by, wr
 from helpers.efficient import online_softmax_step
 from helpers.masking import causal_mask
 
-UPDATE = """
-    def online_softmax_update(m, l, acc, scores, values):
-        m_new = max(m, scores.max())  # the running max, now including this block
-        p = np.exp(scores - m_new)  # (b_k,): this block's weights, before normalising
-        correction = np.exp(m - m_new)  # rescales what was summed against the old max (0 at the start)
-        return m_new, l * correction + p.sum(), acc * correction + p @ values
-"""
 _UPDATE_PARTS = ("m", "l", "acc")
 
 
@@ -36,7 +29,13 @@ def _update_families(got, expected, case):
     " = 0 with acc all zeros, divide the last acc by the last l, and compare with the values weighted by "
     "the softmax of the whole row. The correction e^(m − m_new) is one number, at most 1, and 0 at the "
     "first block (m = −∞), so the first block needs no special case. Return acc and l undivided.",
-    solution=UPDATE,
+    solution="""
+        def online_softmax_update(m, l, acc, scores, values):
+            m_new = max(m, scores.max())  # the running max, now including this block
+            p = np.exp(scores - m_new)  # (b_k,): this block's weights, before normalising
+            correction = np.exp(m - m_new)  # rescales what was summed against the old max (0 at the start)
+            return m_new, l * correction + p.sum(), acc * correction + p @ values
+    """,
     mistakes=r"""
         no-rescale: `l * correction` → `l`, `acc * correction` → `acc`
             {what}: the max rose from {m:.4g} to {m_new:.4g} but the old l was added as it was; l and acc were summed
@@ -48,8 +47,6 @@ def _update_families(got, expected, case):
             {what}: you multiplied the old sum by e^(m_new − m) = {inverted:.4g}, which grows it; the factor that
             shrinks old terms to the new max is e^(m − m_new) = {c:.4g}
         inverted-correction: `l * correction` → `l / correction`
-            {what}: you multiplied the old sum by e^(m_new − m) = {inverted:.4g}, which grows it; the factor that
-            shrinks old terms to the new max is e^(m − m_new) = {c:.4g}
         max-not-updated: `return m_new,` → `return m,`
             {what}: you returned the old max, m = {m:.4g}, but this block's largest score is {top:.4g}, so the running
             max is now {top:.4g}
@@ -73,7 +70,6 @@ def _update_families(got, expected, case):
             {what}: acc came back divided by l; keep it an unnormalised running sum, which the next block rescales and
             adds to, and divide by l once, after the last block
         returned-in-other-order: `return m_new, l * correction + p.sum(),` → `return l * correction + p.sum(), m_new,`
-            {what} returned the right results in another order, l, m, acc; return them in the order m, l, acc
     """,
     returns=_UPDATE_PARTS,
     close={"rtol": 1e-7},
@@ -107,17 +103,6 @@ def online_softmax_update():
             m, l, acc = float(step.expected[0]), float(step.expected[1]), step.expected[2]  # on from the right state
 
 
-STEP = """
-    def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
-        K = np.concatenate([cache_K, k_new])  # (T + t, d_k): the past keys, then the new ones
-        V = np.concatenate([cache_V, v_new])  # (T + t, d_v)
-        scores = q_new @ K.T / np.sqrt(K.shape[1])  # (t, d_k) @ (d_k, T + t) -> (t, T + t)
-        visible = np.arange(len(K)) <= np.arange(len(q_new))[:, None] + len(cache_K)  # new query i: position T + i
-        scores = np.where(visible, scores, -np.inf)
-        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
-        weights /= weights.sum(axis=1, keepdims=True)
-        return K, V, weights @ V  # out: (t, T + t) @ (T + t, d_v) -> (t, d_v)
-"""
 _STEP_PARTS = ("cache_K", "cache_V", "out")
 
 
@@ -134,9 +119,6 @@ def _step_families(got, expected, case):
     scores_divided_by(got[2], scaled, f"{case.what}: out", sizes, ("√d_k", np.sqrt(K.shape[1])))
 
 
-_AT = "new query i stands at {at}"
-
-
 @exercise(
     hint="Put the new keys and values after the cached ones (np.concatenate), then attend as usual: the t new "
     "queries against all T + t keys, scores divided by √d_k, under a causal mask in which the new tokens are "
@@ -144,7 +126,17 @@ _AT = "new query i stands at {at}"
     hint2="Check it against attention without a cache: the t output rows must equal the last t rows of causal "
     "attention over all T + t tokens at once. The scores are (t, T + t): new query i sits at position T +"
     " i, so it sees every cached key and the new ones up to and including its own. The divisor is √d_k.",
-    solution=STEP,
+    solution="""
+        def kv_cache_step(cache_K, cache_V, q_new, k_new, v_new):
+            K = np.concatenate([cache_K, k_new])  # (T + t, d_k): the past keys, then the new ones
+            V = np.concatenate([cache_V, v_new])  # (T + t, d_v)
+            scores = q_new @ K.T / np.sqrt(K.shape[1])  # (t, d_k) @ (d_k, T + t) -> (t, T + t)
+            visible = np.arange(len(K)) <= np.arange(len(q_new))[:, None] + len(cache_K)  # new query i: position T + i
+            scores = np.where(visible, scores, -np.inf)
+            weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+            weights /= weights.sum(axis=1, keepdims=True)
+            return K, V, weights @ V  # out: (t, T + t) @ (T + t, d_v) -> (t, d_v)
+    """,
     mistakes=r"""
         no-causal-mask: `np.where(visible, scores, -np.inf)` → `scores`
             {what}: every new query attended to all {T_t} keys, so the {t} new tokens saw each other's future; new query
@@ -169,8 +161,6 @@ _AT = "new query i stands at {at}"
             {what}: out has the shape of the weights, (t, T + t) = {weights}; return the output, the values mixed with
             those weights, (t, d_v) = {out}
         returned-in-other-order: `return K, V, weights @ V` → `return weights @ V, K, V`
-            {what} returned the right results in another order, out, cache_K, cache_V; return them in the order cache_K,
-            cache_V, out
         cache-not-grown: `return K, V,` → `return cache_K, cache_V,`
             {what}: the returned cache_K still has {T} rows, as before the step; return the grown cache, {T_t} rows with
             the new tokens' after the cached ones

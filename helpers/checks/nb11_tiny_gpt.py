@@ -10,16 +10,6 @@ from helpers.checks._core import Case, Mismatch, check_rng, exercise
 from helpers.checks._expect import expect_close, one_number
 from helpers.checks._families import another_shift, scaled_by_a_constant, scores_divided_by, wrong_array_weighted
 
-_LOSS_SOLUTION = """
-    def next_word_loss(logits, ids):
-        z = logits[:, :-1]  # (B, T - 1, V): the last position has no next word in the window
-        targets = ids[:, 1:]  # (B, T - 1): the word after each position
-        z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow
-        log_probs = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))  # (B, T - 1, V): log softmax over words
-        picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]  # (B, T - 1)
-        return -picked.mean()
-"""
-_AXIS, _SHIFT = "axis=-1, keepdims=True", "z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow"
 _SHIFTED = (
     "that is the loss with each position scored against the word {shift} places after it; position t predicts "
     "the next word, 1 place after it"
@@ -50,7 +40,15 @@ def _loss_families(got, expected, case):
     "score c, and position 2 has no next word in the window. So B·(T − 1) terms are averaged, not B·T. "
     "Subtract each row's largest logit before the exponential, so that logits in the hundreds cannot "
     "overflow; np.take_along_axis picks one entry per row.",
-    solution=_LOSS_SOLUTION,
+    solution="""
+        def next_word_loss(logits, ids):
+            z = logits[:, :-1]  # (B, T - 1, V): the last position has no next word in the window
+            targets = ids[:, 1:]  # (B, T - 1): the word after each position
+            z = z - z.max(axis=-1, keepdims=True)  # the max shift: exp cannot overflow
+            log_probs = z - np.log(np.exp(z).sum(axis=-1, keepdims=True))  # (B, T - 1, V): log softmax over words
+            picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)[..., 0]  # (B, T - 1)
+            return -picked.mean()
+    """,
     # no-max-shift has no message here: _loss_families names any loss that is not finite on large logits so
     mistakes=r"""
         targets-not-shifted: `logits[:, :-1]` → `logits`, `ids[:, 1:]` → `ids`
@@ -109,20 +107,9 @@ def next_word_loss():
         yield Case(what, (logits, ids), facts={**facts, "large": bool(case)}, expected=expected)
 
 
-_SAMPLE_SOLUTION = """
-    def sample_next_word(logits, temperature, u):
-        if temperature == 0:
-            return int(np.argmax(logits))  # greedy: the limit of a sharper and sharper softmax
-        z = logits / temperature  # below 1 sharpens, above 1 flattens
-        probs = np.exp(z - z.max())  # the max shift: a small temperature cannot overflow exp
-        probs = probs / probs.sum()
-        return int(np.searchsorted(np.cumsum(probs), u, side="right"))  # the first running sum above u
-"""
-_SAMPLE_LAST = 'return int(np.searchsorted(np.cumsum(probs), u, side="right"))'
 _LOGITS = np.array([0.3, -1.2, 1.5, 0.9, -0.4, 1.1])  # (V,): word 2 is the most likely
 _DRAWS = ((1.0, 0.87), (0.5, 0.71), (2.0, 0.53))  # u where most mistakes give another word than the right one
 _WHAT = f"sample_next_word(logits, temperature, u) for logits {_LOGITS.shape} at (temperature, u) = {_DRAWS}"
-_GREEDY = "{what} returned word {got:g}, not the most likely word, 2"
 
 
 def _words(got, what):
@@ -151,7 +138,15 @@ def _same_words(got, expected, case):
     "and u just below 1 the last word with a probability above 0. Below temperature 1 the distribution "
     "sharpens, above 1 it flattens; at 0 dividing is impossible, so the most likely word is taken "
     "directly. np.cumsum gives the running sums.",
-    solution=_SAMPLE_SOLUTION,
+    solution="""
+        def sample_next_word(logits, temperature, u):
+            if temperature == 0:
+                return int(np.argmax(logits))  # greedy: the limit of a sharper and sharper softmax
+            z = logits / temperature  # below 1 sharpens, above 1 flattens
+            probs = np.exp(z - z.max())  # the max shift: a small temperature cannot overflow exp
+            probs = probs / probs.sum()
+            return int(np.searchsorted(np.cumsum(probs), u, side="right"))  # the first running sum above u
+    """,
     # no-max-shift has no message here: any word but 2 for logits in the hundreds is named so (that case's says)
     mistakes=r"""
         always-greedy: `if temperature == 0:` → `if True:`
@@ -197,12 +192,7 @@ def _same_words(got, expected, case):
     """,
     read=_words,
     compare=_same_words,
-    forbid=(
-        "helpers.softmax",
-        "helpers.attention.softmax",
-        "helpers.next_word.sample",
-        "helpers.next_word.next_word_distribution",
-    ),
+    forbid=("helpers.softmax", "helpers.next_word.sample", "helpers.next_word.next_word_distribution"),
 )
 def sample_next_word():
     expected = tuple(ref.pick(softmax(_LOGITS / t), u) for t, u in _DRAWS)
@@ -217,24 +207,11 @@ def sample_next_word():
     facts = {"says": says, "code": "no-max-shift"}
     yield Case("sample_next_word(logits, 1.0, 0.5) for logits in the hundreds", (big, 1.0, 0.5), {}, facts, 2)
     says = (
-        "returned word {got}, not the most likely word, 2: temperature 0 is greedy, the word with the largest logit, "
+        "returned word {got}, not the most likely word, 2: temperature 0 is greedy, the word with the largest "
+        "logit, whatever u is"
     )
-    says += "whatever u is"
     what = f"sample_next_word(logits, 0, 0.7) for logits {_LOGITS.shape}"
     yield Case(what, (_LOGITS, 0, 0.7), {}, {"says": says, "code": "wrong-values"}, 2)
-
-
-_STEP_SOLUTION = """
-    def cached_attention_step(word_id, position, cache_K, cache_V, project, window):
-        q, k, v = project(word_id, position)  # (d,) each: q and k rotated to this word's position
-        K = np.concatenate([cache_K, k[None]])[-window:]  # (n + 1, d), then the latest window rows
-        V = np.concatenate([cache_V, v[None]])[-window:]
-        scores = K @ q / np.sqrt(len(q))  # (rows kept,): the new word against itself and the words before
-        weights = np.exp(scores - scores.max())
-        weights = weights / weights.sum()
-        return weights @ V, K, V  # out (d,), and the caches for the next step
-"""
-_K, _V = "np.concatenate([cache_K, k[None]])[-window:]", "np.concatenate([cache_V, v[None]])[-window:]"
 
 
 def _step_families(got, expected, case):
@@ -253,11 +230,19 @@ def _step_families(got, expected, case):
     hint="Project the new word at its position, append its key and value to the cached ones, keep only the "
     "latest `window` of them, and let the new word's query attend over those: a softmax of the scaled "
     "scores, then the weighted sum of the values.",
-    hint2="Check the window on a small case: with window = 3 the fifth word attends to words 3, 4 and 5 and "
-    "never to 1 or 2, so the caches keep only the latest rows. Rotate with the position you are given: "
-    "once the window slides it is no longer the number of cached rows. The scores are divided by √d, d "
-    "the width of what project gives.",
-    solution=_STEP_SOLUTION,
+    hint2="Check the window on a small case: with window = 3 the fifth word attends to words 3, 4 and 5 and never to 1 "
+    "or 2, so the caches keep only the latest rows. Rotate with the position you are given: once the window slides it "
+    "is no longer the number of cached rows. The scores are divided by √d, d the width of what project gives.",
+    solution="""
+        def cached_attention_step(word_id, position, cache_K, cache_V, project, window):
+            q, k, v = project(word_id, position)  # (d,) each: q and k rotated to this word's position
+            K = np.concatenate([cache_K, k[None]])[-window:]  # (n + 1, d), then the latest window rows
+            V = np.concatenate([cache_V, v[None]])[-window:]
+            scores = K @ q / np.sqrt(len(q))  # (rows kept,): the new word against itself and the words before
+            weights = np.exp(scores - scores.max())
+            weights = weights / weights.sum()
+            return weights @ V, K, V  # out (d,), and the caches for the next step
+    """,
     mistakes=r"""
         cache-not-appended: `weights @ V, K, V` → `weights @ V, cache_K, cache_V`
             {what}: the returned cache_K is the cache you were given; return it with the new word's row after the cached

@@ -3,7 +3,8 @@
 nbval compares what the kernel printed; it cannot see what a learner sees. This test opens
 each notebook in the browser, clears its outputs, runs all cells and checks the page: no
 error output, every image loaded, every widget rendered, and each interactive explorer
-answers when one of its controls moves. A screenshot of each notebook goes to screenshots/.
+answers when one of its controls moves, and when text is typed in its text box and Enter
+pressed. A screenshot of each notebook goes to screenshots/.
 In JupyterLab it also checks accessibility (accessibility.py beside this file): each notebook's
 explorer driven by keyboard alone, axe-core on the page after Run All (no serious or critical
 violation in the workshop's own output), and the same page again in JupyterLab Dark (axe, the
@@ -586,13 +587,32 @@ def live_training_problems(page, notebook, rel):
     return problems
 
 
+def text_box_problems(page, server, rel, index):
+    """An explorer with a text box: text typed there, then Enter, changes its output (the notebooks say "press
+    Enter"; typing alone redraws only a box that updates as you type). -> problems, None without a text box."""
+    box = page.locator(f'[data-browser-test-view="{index}"] {controls.TEXT_BOX}')
+    if not box.count():
+        return None
+
+    def settle():
+        wait_until(lambda: server.kernel_state(rel) == "idle", timeout=60, what="the kernel to answer the widget")
+
+    typing, enter = controls.type_then_enter(page, box.first, lambda: page.evaluate(SIGNATURE_JS, index), settle)
+    settle()
+    return [] if typing or enter else [f"widget {index}: its output did not change after typing and Enter"]
+
+
 def exercise_explorers(page, server, rel):
-    """Every explorer in the notebook (a widget view with a control above an Output)."""
+    """Every explorer in the notebook (a widget view with a control above an Output), and its text box if it has
+    one. -> (the explorers, how many had a text box, problems)"""
     explorers = page.evaluate(EXPLORERS_JS, rel)
-    problems = []
+    problems, boxes = [], 0
     for index in explorers:
         problems += exercise_explorer(page, server, rel, index)
-    return explorers, problems
+        typed = text_box_problems(page, server, rel, index)
+        boxes += typed is not None
+        problems += typed or []
+    return explorers, boxes, problems
 
 
 def tall_viewport(page, rel):
@@ -672,7 +692,7 @@ def check_notebook(page, server, notebook, interface):
         problems += problems_on_page(page.evaluate(INSPECT_JS, rel))
         problems += live_training_problems(page, notebook, rel)
         lap("checks")
-        explorers, widget_problems = exercise_explorers(page, server, rel)
+        explorers, boxes, widget_problems = exercise_explorers(page, server, rel)
         problems += widget_problems
         if has_widget(notebook) and not explorers:
             problems.append("the notebook shows a widget but no explorer (a control above an output) was found")
@@ -682,7 +702,7 @@ def check_notebook(page, server, notebook, interface):
             lap("a11y")
         print(
             f"{interface} {notebook.name}: {progress['counted']}/{progress['code']} code cells ran, "
-            f"{len(explorers)} explorer(s) moved"
+            f"{len(explorers)} explorer(s) moved, typed in the text box of {boxes}"
         )
     finally:
         try:  # a picture for a person, also (and especially) when something failed

@@ -1,8 +1,12 @@
-"""How both browser tests move an explorer's control other than a slider, the way a learner would.
+"""How both browser tests move an explorer's control other than a slider, the way a learner would, and type in its
+text box and press Enter.
 
 Used by tests/browser/check_in_browser.py (JupyterLab) and tests/lite/check_lite.py (JupyterLite), which each move
-a slider their own way (keys there, a mouse drag in JupyterLite, where the arrow keys do not move one).
+a slider their own way (End and Home there, as Notebook 7 has them; the arrow keys and a mouse drag in JupyterLite).
 """
+
+# A single-line text box (ipywidgets' Text and Combobox): the notebooks ask for Enter to submit one.
+TEXT_BOX = ".widget-text input[type=text]"
 
 
 def other_moves(view):
@@ -28,3 +32,34 @@ def other_moves(view):
         if clickable.count():
             return [lambda clickable=clickable: clickable.first.click()]
     return []
+
+
+def shorter_text(value):
+    """`value` without its last word (its last character if it is one word): other text, of the same kind."""
+    words = value.split()
+    return " ".join(words[:-1]) if len(words) > 1 else value[:-1]
+
+
+def type_then_enter(page, box, signature, settle, seconds=60):
+    """Type other text into `box` (a locator) as a learner does (click, select all, type), then press Enter.
+
+    signature() is what the explorer shows; settle() waits until the kernel has answered everything sent so far.
+    -> (whether typing alone changed the output, whether Enter then changed it). A box that redraws as you type
+    (continuous_update) has nothing left for Enter: the wait after Enter is 2 s there, `seconds` for a box that
+    waits for Enter.
+    """
+    settle()  # an earlier move's redraw finished: what follows is this box's doing
+    before = signature()
+    box.scroll_into_view_if_needed()
+    box.click()
+    page.keyboard.press("Control+a")
+    page.keyboard.type(shorter_text(box.input_value()))
+    page.wait_for_timeout(1000)
+    settle()
+    typed = signature()
+    page.keyboard.press("Enter")
+    for _ in range(4 * (2 if typed != before else seconds)):
+        if signature() != typed:
+            break
+        page.wait_for_timeout(250)
+    return typed != before, signature() != typed

@@ -6,12 +6,16 @@
 Serves the built site on 127.0.0.1 with Pyodide from the offline mirror (tools/build_lite.py --mirror) in place
 of Pyodide's CDN: the site's jupyter-lite.json is served with the mirror's address as pyodideUrl, and a request
 for the CDN's address is answered from the mirror. Then, in Debian's headless chromium with a fresh profile:
-1. each notebook (every one, or those whose numbers are given): Run All from the menu, then every code cell ran,
-   no cell shows an error (a stderr line is allowed: matplotlib's first "building the font cache"), every image
-   loaded, and where the notebook has an explorer (a control above an Output widget), its first one responds:
-   its control moved the way a mouse moves it (a slider dragged, an option chosen, a box typed in or clicked)
-   changes its output (the kernel answered);
-2. the way back to the workshop's version (the note the build puts first in every notebook): a notebook edited
+1. each notebook (every one, or those whose numbers are given): opened, its stored outputs show no line that
+   starts with a comma (a list of lines shown joined by commas), and once its kernel is ready the notebook is
+   still unmodified (its tab shows no dot); Run All from the menu, then every code cell ran, no cell shows an
+   error (nor anything on stderr), every image loaded; where the notebook has an explorer (a control above an
+   Output widget), its first one responds: a slider moved by the arrow keys and by a mouse drag, or its other
+   control moved as a mouse or typing moves it, changes its output (the kernel answered); and in every explorer
+   with a text box, text typed there and Enter change its output;
+2. a reload opens the notebook in front (one the link opened, then one opened from the file browser): the
+   address keeps its ?path= (deploy/lite/lab-page.js);
+3. the way back to the workshop's version (the note the build puts first in every notebook): a notebook edited
    and saved is what opens after a reload; Delete in the file browser's menu removes that copy and the shipped
    notebook opens again.
 Every request must be for 127.0.0.1 (or the CDN's, answered from the mirror): a route aborts and records any
@@ -46,6 +50,7 @@ MIRROR_PATH = "/_pyodide-mirror/"  # where the server answers with the mirror's 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
 TIMEOUT = float(os.environ.get("LITE_TEST_TIMEOUT", "900"))  # seconds for one notebook's Run All
+SETTLE = 3  # seconds the test waits after the kernel is ready, before it looks for a "modified" mark (not counted)
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--no-default-browser-check"]
 
 # Settings a learner's site does not have but the test needs, served in place of the site's jupyter-lite.json:
@@ -95,6 +100,44 @@ SIGNATURE_JS = """() => {
 }"""
 
 COUNT_CELLS_JS = """() => document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell').length"""
+
+# Lines of the open notebook's outputs that start with a comma: a stored list of lines shown as one joined by commas.
+COMMA_LINES_JS = """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output')]
+  .flatMap((out) => out.textContent.split('\\n')).filter((line) => line.startsWith(','))"""
+
+# The open notebook's kernel status ('' before it has one) and whether its tab shows it modified.
+STATE_JS = """() => {
+  const widget = window.jupyterapp.shell.currentWidget;
+  const session = widget && widget.sessionContext && widget.sessionContext.session;
+  const tab = document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current');
+  return {kernel: session && session.kernel ? session.kernel.status : '',
+          modified: tab !== null && tab.classList.contains('jp-mod-dirty')};
+}"""
+
+# Every explorer of the open notebook that has a text box, marked (data-lite-text-explorer="0", "1", ...): from
+# each box, the nearest element that also holds an Output widget. -> how many.
+TEXT_EXPLORERS_JS = """(box) => {
+  const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+  const found = [];
+  for (const input of panel.querySelectorAll(box)) {
+    let node = input.parentElement;
+    while (node !== panel && !node.querySelector('.widget-output, .jupyter-widgets-output-area')) {
+      node = node.parentElement;
+    }
+    if (node !== panel && !found.includes(node)) {
+      node.setAttribute('data-lite-text-explorer', String(found.length));
+      found.push(node);
+    }
+  }
+  return found.length;
+}"""
+
+# What a marked explorer's output shows now (as SIGNATURE_JS).
+TEXT_SIGNATURE_JS = """(index) => {
+  const view = document.querySelector(`[data-lite-text-explorer="${index}"]`);
+  const out = view.querySelector('.widget-output, .jupyter-widgets-output-area');
+  return out.textContent + '|' + [...out.querySelectorAll('img')].map((i) => i.src.length + i.src.slice(-48)).join(',');
+}"""
 
 
 def loopback_up():
@@ -188,9 +231,9 @@ def problems_of(cells):
         where = f"cell {i} ({cell['source'].splitlines()[0] if cell['source'] else ''!r})"
         if not done:
             problems.append(f"{where} did not run (prompt {cell['prompt']!r})")
-        for text in cell["stderr"]:
-            if "Traceback" in text or "Error" in text:
-                problems.append(f"{where} shows an error: {text.strip().splitlines()[-1][:300]}")
+        for text in cell["stderr"]:  # an error, or a notice that looks like one (matplotlib's font cache)
+            kind = "an error" if "Traceback" in text or "Error" in text else "text on stderr"
+            problems.append(f"{where} shows {kind}: {(text.strip().splitlines() or [''])[-1][:300]}")
         if not all(cell["images"]):
             problems.append(f"{where} shows an image that did not load")
         for phrase in ("Error displaying widget", "model not found"):
@@ -221,45 +264,115 @@ def open_notebook(page, base, name):
     page.wait_for_selector(".jp-Notebook-ExecutionIndicator", timeout=60_000)
 
 
-def move_control(page, explorer):
-    """Actions that move the explorer's first control the way a mouse (or typing) would."""
-    handle = explorer.locator(".noUi-handle, .ui-slider-handle")
-    if handle.count():  # a drag: in JupyterLite the arrow keys do not move a slider
+def on_open_problems(page):
+    """The stored outputs show no line starting with a comma; once the kernel is ready the notebook is unmodified.
+    -> (problems, time.monotonic() when the kernel was first seen ready)"""
+    commas = page.evaluate(COMMA_LINES_JS)
+    problems = [f"a stored output shows a line starting with a comma: {line[:80]!r}" for line in commas]
+    state = page.evaluate(STATE_JS)
+    for _ in range(720):  # Pyodide starting: about 10 s on an idle machine
+        if state["kernel"] == "idle":
+            break
+        page.wait_for_timeout(250)
+        state = page.evaluate(STATE_JS)
+    ready = time.monotonic()
+    page.wait_for_timeout(1000 * SETTLE)  # JupyterLab writes what the kernel reports into the notebook as it connects
+    state = page.evaluate(STATE_JS)
+    if state["kernel"] != "idle":
+        problems.append(f"the kernel was not ready 3 minutes after opening: {state['kernel']!r}")
+    if state["modified"]:
+        problems.append("the notebook is marked modified as soon as it opened, before anything ran")
+    return problems, ready
 
-        def drag(dx):
-            box = handle.first.bounding_box()
-            x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
-            page.mouse.move(x, y)
-            page.mouse.down()
-            page.mouse.move(x + dx, y, steps=6)
-            page.mouse.up()
 
-        return [lambda: drag(60), lambda: drag(-120)]
-    return controls.other_moves(explorer)
+def slider_moves(page, handle):
+    """The ways a learner moves a slider: by the arrow keys (away from the end it is at), and by a mouse drag."""
+
+    def key(name):  # ten presses: one step can leave the output as it was (04's d_k 1024 -> 512: still one-hot)
+        handle.focus()
+        for _ in range(10):
+            handle.press(name)
+            page.wait_for_timeout(300)
+
+    def drag(dx):
+        box = handle.bounding_box()
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)
+        page.mouse.down()
+        page.mouse.move(x + dx, y, steps=6)
+        page.mouse.up()
+
+    now, top = (handle.get_attribute(name) for name in ("aria-valuenow", "aria-valuemax"))
+    at_top = now is not None and top is not None and float(now) >= float(top)
+    keys = ["ArrowLeft", "ArrowRight"] if at_top else ["ArrowRight", "ArrowLeft"]
+    return {
+        "the arrow keys": [lambda k=k: key(k) for k in keys],
+        "a mouse drag": [lambda: drag(60), lambda: drag(-120)],
+    }
+
+
+def changes_output(page, actions, signature):
+    """Whether one of the actions (tried in turn) changes what signature() shows."""
+    before = signature()
+    for action in actions:
+        action()
+        for _ in range(60):  # Pyodide answers in seconds; a figure can take longer
+            if signature() != before:
+                return True
+            page.wait_for_timeout(1000)
+    return False
 
 
 def drive_explorer(page):
-    """Move the notebook's first explorer; '' if its output changed, else what went wrong."""
+    """Move the notebook's first explorer (a slider both ways); '' if its output changed each time, else what went
+    wrong."""
     if not page.evaluate(EXPLORER_JS, CONTROLS):
         return "the notebook shows a widget but no explorer (a control above an Output) was found"
     explorer = page.locator("[data-lite-explorer]")
     explorer.scroll_into_view_if_needed()
-    before = page.evaluate(SIGNATURE_JS)
-    for action in move_control(page, explorer):
-        action()
-        for _ in range(60):  # Pyodide answers in seconds; a figure can take longer
-            if page.evaluate(SIGNATURE_JS) != before:
-                return ""
-            page.wait_for_timeout(1000)
-    return "its first explorer's output did not change when its control moved"
+    handle = explorer.locator(".noUi-handle, .ui-slider-handle")
+    moves = slider_moves(page, handle.first) if handle.count() else {"its control": controls.other_moves(explorer)}
+    for how, actions in moves.items():
+        if not changes_output(page, actions, lambda: page.evaluate(SIGNATURE_JS)):
+            return f"its first explorer's output did not change when {how} moved its control"
+    return ""
+
+
+def settle(page):
+    """Wait until the kernel has been idle for a second (every widget message answered; 2 minutes at most)."""
+    quiet = 0
+    for _ in range(240):
+        quiet = quiet + 1 if page.evaluate(STATE_JS)["kernel"] == "idle" else 0
+        if quiet > 2:
+            return
+        page.wait_for_timeout(500)
+
+
+def text_box_problems(page):
+    """In every explorer with a text box: text typed there, then Enter, changes its output. -> (problems, how many
+    explorers answered)."""
+    problems, answered = [], 0
+    for index in range(page.evaluate(TEXT_EXPLORERS_JS, controls.TEXT_BOX)):
+        box = page.locator(f'[data-lite-text-explorer="{index}"] {controls.TEXT_BOX}').first
+        signature = functools.partial(page.evaluate, TEXT_SIGNATURE_JS, index)
+        typing, enter = controls.type_then_enter(page, box, signature, lambda: settle(page), 120)
+        if typing or enter:
+            answered += 1
+            print(f"    explorer {index} with a text box: redrawn {'as typed' if typing else 'on Enter'}", flush=True)
+        else:
+            problems.append(f"explorer {index} with a text box: its output did not change after typing and Enter")
+    return problems, answered
 
 
 def run_notebook(browser, base, mirror, path, blocked):
-    """Open, Run All, wait, check, drive an explorer: (problems, seconds, code cells, whether one was driven)."""
+    """Open and check, Run All, wait, check, drive an explorer and type in every text box: (problems, seconds, code
+    cells, whether an explorer was driven, how many explorers with a text box answered typing and Enter)."""
     context = new_context(browser, base, mirror, blocked)
     page = context.new_page()
     start = time.monotonic()
     open_notebook(page, base, path.name)
+    problems, ready = on_open_problems(page)
+    print(f"    its kernel was ready {ready - start:.0f} s after the notebook was asked for", flush=True)
     page.click(".lm-MenuBar-itemLabel:text-is('Run')")
     page.click(".lm-Menu-itemLabel:text-is('Run All Cells')")
     deadline, quiet_since, cell_seconds, last = start + TIMEOUT, None, {}, time.monotonic()
@@ -276,24 +389,60 @@ def run_notebook(browser, base, mirror, path, blocked):
         if quiet_since and time.monotonic() - quiet_since > 30:
             break  # nothing running or queued: Run All stopped at an error
         page.wait_for_timeout(2000)
-    seconds = time.monotonic() - start
+    seconds = time.monotonic() - start - SETTLE
     cells = page.evaluate(CELLS_JS)
-    problems = problems_of(cells)
+    ran_problems = problems_of(cells)
+    problems += ran_problems
     slowest = sorted(cell_seconds.items(), key=lambda item: -item[1])[:3]
     for i, spent in slowest:  # about (polled every 2 s)
         print(f"    cell {i} ran about {spent:.0f} s: {cells[i]['source'].splitlines()[0][:60]!r}", flush=True)
-    driven = False
+    driven, boxes = False, 0
     shipped = json.loads(path.read_text(encoding="utf-8"))
     has_widget = any(WIDGET_VIEW in o.get("data", {}) for c in shipped["cells"] for o in c.get("outputs", []))
-    if has_widget and not problems:
+    if has_widget and not ran_problems:
         problem = drive_explorer(page)
         driven = not problem
         problems += [problem] if problem else []
+        typed, boxes = text_box_problems(page)
+        problems += typed
     shots = ROOT / "screenshots"
     shots.mkdir(exist_ok=True)
     page.screenshot(path=str(shots / f"lite-{path.stem}.png"))
     context.close()
-    return problems, seconds, len(cells), driven
+    return problems, seconds, len(cells), driven, boxes
+
+
+def reload_problems(browser, base, mirror, first, second, blocked):
+    """A reload opens the notebook in front: `first`, opened by the link, then `second`, from the file browser."""
+    problems = []
+    context = new_context(browser, base, mirror, blocked)
+    page = context.new_page()
+    open_notebook(page, base, first.name)
+    for path in (first, second):
+        if path is second:  # from the file browser (the link showed notebooks/ in it; after a reload it may not)
+            item = page.locator(f".jp-DirListing-item:has-text('{second.name}')")
+            if not item.count():
+                page.dblclick(".jp-DirListing-item:has-text('notebooks')")
+            item.dblclick()
+        current = f"#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current:has-text('{path.name}')"
+        page.wait_for_selector(current, timeout=60_000)
+        for _ in range(40):
+            if page.url.endswith(f"?path=notebooks/{path.name}"):
+                break
+            page.wait_for_timeout(250)
+        else:
+            problems.append(f"with {path.name} in front the address is {page.url}")
+        page.reload()
+        page.wait_for_selector("#jp-main-dock-panel .lm-TabBar-tab", timeout=180_000)  # a notebook, or the Launcher
+        try:
+            page.wait_for_selector(current, timeout=30_000)
+        except Exception:
+            tabs = page.locator("#jp-main-dock-panel .lm-TabBar-tab").all_inner_texts()
+            problems.append(f"after a reload with {path.name} in front, the tabs are {tabs}")
+    if not problems:
+        print(f"reload: {first.name}, then {second.name}, each in front again after a reload", flush=True)
+    context.close()
+    return problems
 
 
 def way_back_problems(browser, base, mirror, path, blocked):
@@ -369,18 +518,23 @@ def main(argv):
                 print("the route let a request for outside 127.0.0.1 through unrecorded: this test cannot be trusted")
                 sys.exit(1)
             for path in chosen:
-                problems, seconds, n, drove = run_notebook(browser, base, mirror, path, blocked)
+                problems, seconds, n, drove, boxes = run_notebook(browser, base, mirror, path, blocked)
                 times[path.name] = round(seconds)
                 status = "ok" if not problems else "FAILED"
                 extra = ", its first explorer responded" if drove else ""
+                extra += f", {boxes} explorer(s) answered typing and Enter" if boxes else ""
                 print(f"{path.name}: {n} code cells, {seconds:.0f} s, {status}{extra}", flush=True)
                 for problem in problems:
                     print(f"    {problem}")
                 failed = failed or bool(problems)
-            problems = way_back_problems(browser, base, mirror, chosen[0], blocked)  # on the first notebook chosen
-            for problem in problems:
-                print(f"    way back: {problem}")
-            failed = failed or bool(problems)
+            second = ([p for p in chosen if p != chosen[0]] + [p for p in notebooks if p != chosen[0]])[0]
+            for name, problems in (
+                ("reload", reload_problems(browser, base, mirror, chosen[0], second, blocked)),
+                ("way back", way_back_problems(browser, base, mirror, chosen[0], blocked)),  # the first chosen
+            ):
+                for problem in problems:
+                    print(f"    {name}: {problem}")
+                failed = failed or bool(problems)
             browser.close()
     finally:
         server.shutdown()

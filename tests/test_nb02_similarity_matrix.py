@@ -168,7 +168,7 @@ def test_row_softmax_check_refuses_the_workshops_softmax():
 
 
 def test_row_softmax_names_the_row_farthest_from_1_with_digits_enough():
-    """Issue 20 review: "row 1 sums to 1, not 1" came from printing 1.00027 at 4 digits."""
+    """A message "row 1 sums to 1, not 1" once came from printing 1.00027 at 4 digits."""
 
     def nearly(S):
         e = np.exp(S - S.max(axis=-1, keepdims=True))

@@ -85,7 +85,7 @@ def test_scaled_scores_names_the_wrong_divisors_in_any_spelling():
 
 
 def test_scaled_scores_names_a_divisor_from_every_case():
-    """Issue 20 review: with T_k = 4 = √16 a division by the number of keys, or by a hard-coded 4, passed case 1."""
+    """With T_k = 4 = √16 a division by the number of keys, or by a hard-coded 4, passed case 1."""
     named = {
         "number-of-keys": (lambda Q, K: Q @ K.T / len(K), "you divided by 5, the number of keys"),
         "fixed-number": (
@@ -109,7 +109,7 @@ def test_scaled_scores_names_a_divisor_from_every_case():
 
 
 def test_score_variance_says_which_standard_deviation_is_not_squared():
-    """Issue 20 review: d_k·σ_q·σ_k² was told both were unsquared, on a case with σ_k = 1."""
+    """d_k·σ_q·σ_k² must not be told both were unsquared, on a case with σ_k = 1."""
     result = checks.score_variance(lambda d_k, sigma_q, sigma_k: d_k * sigma_q * sigma_k**2)
     assert result.mistake == "sigmas-not-squared" and "You squared σ_k but not σ_q" in result.message
     result = checks.score_variance(lambda d_k, sigma_q, sigma_k: d_k * sigma_q**2 * sigma_k)

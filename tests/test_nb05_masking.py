@@ -128,7 +128,7 @@ def test_build_causal_mask_names_each_mistake(code, words):
 
 
 def test_build_causal_mask_names_a_mask_that_hides_the_diagonal_in_any_spelling():
-    """Issue 20: `key < query` (a query that cannot see itself) has its own message, square or not."""
+    """`key < query` (a query that cannot see itself) has its own message, square or not."""
     from helpers import checks
 
     answers = [
@@ -200,7 +200,7 @@ def test_masked_softmax_names_a_mask_multiplied_into_the_scores_as_a_zero_fill()
 
 
 def test_masked_softmax_names_the_inverted_mask_and_the_sums_lined_up_with_the_columns():
-    """Issue 20 review: these were told "row 3 sums to 0" and "row 1 sums to 1, not 1"."""
+    """These were once told "row 3 sums to 0" and "row 1 sums to 1, not 1"."""
     from helpers import checks
 
     def inverted(scores, mask):

@@ -196,7 +196,7 @@ def test_cross_attention_calling_an_unsolved_split_is_an_attempt_not_untouched()
 
 
 def test_split_and_merge_name_the_last_two_axes_swapped_with_no_leading_axis_too():
-    """Issue 20 review: on a 2-D X this was told it counted axes from the front, with "no leading axes"."""
+    """On a 2-D X this was once told it counted axes from the front, with "no leading axes"."""
     from helpers import checks
 
     def split(X, n_heads):
@@ -242,7 +242,7 @@ def test_cross_attention_names_other_ways_of_masking_and_a_tuple():
 
 
 def test_cross_attention_accepts_a_right_answer_in_float32():
-    """Issue 20 review: a float32 answer was refused, "got -4.537, expected -4.537"."""
+    """A float32 answer was once refused, "got -4.537, expected -4.537"."""
     from helpers import checks
 
     def multi_head_cross_attention(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None):

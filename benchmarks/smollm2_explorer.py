@@ -14,11 +14,9 @@ it prints.
 import os
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
-ROOT = Path(__file__).resolve().parent.parent
 TOKEN_BUDGET, MOVE_BUDGET = 1.0, 0.1  # seconds
 
 
@@ -72,15 +70,9 @@ def measure_here():
 
 def main():
     """Start a fresh kernel, run measure_here() in it, print what it printed."""
-    import nbformat
-    from nbclient import NotebookClient
+    from fresh_kernel import print_from_fresh_kernel
 
-    cell = nbformat.v4.new_code_cell(f"%run {Path(__file__).resolve()} --here")
-    nb = nbformat.v4.new_notebook(cells=[cell])
-    NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT)}}).execute()
-    for output in nb.cells[0].outputs:
-        if output.output_type == "stream" and output.name == "stdout":
-            print(output.text, end="")
+    print_from_fresh_kernel(__file__)
 
 
 if __name__ == "__main__":

@@ -217,7 +217,7 @@ def run_all(colab=None, browser=None):
     if not colab:
         checks.append(check_widget_frontend())
     checks.append(check_weights())
-    if not colab:  # on Colab, notebook 12 installs SmolLM2's weights itself: no other notebook needs them
+    if not (colab or browser):  # on Colab and in the browser notebook 12 installs SmolLM2's weights itself
         checks.append(check_smollm2_weights())
     return checks
 

@@ -85,6 +85,7 @@ def test_smollm2s_weights_are_checked_by_size_with_the_reinstall_line(monkeypatc
     assert environment.check_smollm2_weights().ok
 
 
-def test_colab_leaves_smollm2s_weights_to_notebook_12():
+def test_colab_and_the_browser_leave_smollm2s_weights_to_notebook_12():
     assert "weights (SmolLM2)" not in {c.name for c in environment.run_all(colab=True, browser=False)}
+    assert "weights (SmolLM2)" not in {c.name for c in environment.run_all(colab=False, browser=True)}
     assert "weights (SmolLM2)" in {c.name for c in environment.run_all(colab=False, browser=False)}

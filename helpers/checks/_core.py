@@ -9,7 +9,6 @@ without handing out code: only `solution` holds code.
 
 import functools
 import inspect
-import sys
 import textwrap
 from dataclasses import dataclass, field
 
@@ -120,12 +119,12 @@ def _clean(text):
 
 def _next_help(name):
     """The line under a verdict: where the learner's next piece of help is (a hint, the second, the solution)."""
-    shown = HINTS_SHOWN.get(name, 0)
-    if shown == 0:
-        return f"checks.hint({name!r}) gives a hint."
-    if shown == 1:
-        return f"checks.hint({name!r}) again gives a more concrete hint."
-    return f"checks.solution({name!r}) shows a solution."
+    steps = (
+        f"checks.hint({name!r}) gives a hint.",
+        f"checks.hint({name!r}) again gives a more concrete hint.",
+        f"checks.solution({name!r}) shows a solution.",
+    )
+    return steps[min(HINTS_SHOWN.get(name, 0), 2)]
 
 
 def _run(ex, answer):
@@ -171,8 +170,7 @@ def _run(ex, answer):
         message = f"✗ {ex.name}: {text}\n  {_next_help(ex.name)}"
     LATEST.pop(ex.name, None)  # re-inserted: the last one checked comes last
     LATEST[ex.name] = status
-    print(message)
-    sys.stdout.flush()
+    print(message, flush=True)
     for hook in HOOKS if REPORTING["on"] else ():
         try:
             hook(ex.name, status, mistake, message)
@@ -229,8 +227,7 @@ def compare(got, expected, what="your result", rtol=1e-5, atol=1e-8):
         else:  # e.g. `expected` itself is not numbers
             status, mistake = INCORRECT, "not-an-array"
             message = f"✗ could not compare {what}: {type(exc).__name__}: {exc}"
-    print(message)
-    sys.stdout.flush()
+    print(message, flush=True)
     return Result("compare", status, message, mistake)
 
 

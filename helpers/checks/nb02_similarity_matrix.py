@@ -103,9 +103,6 @@ def row_softmax():
     yield Case("row_softmax(S) for S with rows [1000, 1001, 1002] and [−1000, −999, −998]", (big,), facts=shapes)
 
 
-_MIXED = "the weights by which your {what} averaged the rows of X"
-
-
 def _attention_families(got, expected, case):
     """The weights inside the answer, when it returned them or when it is a weighting of the rows of X."""
     X = case.args[0]
@@ -116,7 +113,7 @@ def _attention_families(got, expected, case):
     if got.shape == X.shape and np.all(np.isfinite(got)):
         weights = got @ np.linalg.pinv(X)  # (T, d) @ (d, T) -> (T, T): the weights that mixed the rows, if any did
         if np.allclose(weights @ X, got):
-            softmax_slips(weights, S, _MIXED.format(what=case.what))
+            softmax_slips(weights, S, f"the weights by which your {case.what} averaged the rows of X")
 
 
 @exercise(

@@ -64,9 +64,8 @@ def score_variance():
         yield Case(what, (d_k, sigma_q, sigma_k), facts={"d_k": d_k, "measured": measured}, expected=measured)
 
 
-_WHATS = [
-    f"scaled_scores(Q, K) for Q ({T_q}, {d_k}) and K ({T_k}, {d_k})" for T_q, T_k, d_k in ((3, 5, 16), (2, 6, 64))
-]
+_SHAPES = ((3, 5, 16), (2, 6, 64))  # (T_q, T_k, d_k) of the two calls
+_WHATS = [f"scaled_scores(Q, K) for Q ({T_q}, {d_k}) and K ({T_k}, {d_k})" for T_q, T_k, d_k in _SHAPES]
 
 
 def _name_the_divisor(got, expected, case):
@@ -74,11 +73,11 @@ def _name_the_divisor(got, expected, case):
     divisors = [_divisor(part, raw) for part, raw in zip(got, case.facts["raw"], strict=True)]
     if None in divisors:
         return
-    wrong = [i for i, (c, d_k) in enumerate(zip(divisors, (16, 64), strict=True)) if not np.isclose(c, d_k**0.5)]
+    wrong = [i for i, (c, (*_, d_k)) in enumerate(zip(divisors, _SHAPES, strict=True)) if not np.isclose(c, d_k**0.5)]
     if not wrong:
         return
     i = wrong[0]
-    what, d_k, c = _WHATS[i], (16, 64)[i], divisors[i]
+    what, d_k, c = _WHATS[i], _SHAPES[i][2], divisors[i]
     if np.allclose(divisors, divisors[0]):
         raise Mismatch(
             f"{what}: you divided by {c:g} whatever the input; here d_k = {d_k}, so divide by √{d_k} = {d_k**0.5:g}. "
@@ -90,7 +89,7 @@ def _name_the_divisor(got, expected, case):
         "the square root of the number of entries of Q, T_q·d_k": lambda T_q, d_k: (T_q * d_k) ** 0.5,
         "√(2·d_k)": lambda T_q, d_k: (2 * d_k) ** 0.5,
     }
-    names = [n for n, divisor in known.items() if np.allclose(divisors, [divisor(3, 16), divisor(2, 64)])]
+    names = [n for n, divisor in known.items() if np.allclose(divisors, [divisor(T_q, d_k) for T_q, _, d_k in _SHAPES])]
     raise Mismatch(
         f"{what}: you divided every score by the same number, {c:.4g}{''.join(', ' + n for n in names[:1])}, not by "
         f"√d_k = {d_k**0.5:g}. d_k = {d_k} is the length of each query and key vector, the size of their last axis",
@@ -166,8 +165,8 @@ def _divisor(got, scores):
 )
 def scaled_scores():
     rng = check_rng()
-    inputs = [(rng.normal(size=(T_q, d_k)), rng.normal(size=(T_k, d_k))) for T_q, T_k, d_k in ((3, 5, 16), (2, 6, 64))]
-    Q, K = inputs[0]  # T_q, T_k, √d_k, d_k/2 all differ in each case; both are run at once, so a name fits both
+    inputs = [(rng.normal(size=(T_q, d_k)), rng.normal(size=(T_k, d_k))) for T_q, T_k, d_k in _SHAPES]
+    # T_q, T_k, √d_k, d_k/2 all differ in each case; both are run at once, so a name fits both
     facts = {"T_q": 3, "T_k": 5, "d_k": 16, "root": 4.0, "twice": 32, "half": 8.0}
     facts["raw"] = [Q @ K.T for Q, K in inputs]
     expected = tuple(Q @ K.T / np.sqrt(Q.shape[-1]) for Q, K in inputs)

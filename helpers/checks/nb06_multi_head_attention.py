@@ -58,10 +58,8 @@ def split_heads_batched():
     for shape, n_heads in (((2, 5, 12), 3), ((2, 3, 4, 8), 4), ((6, 4), 2), ((3, 6), 1)):
         *batch, T, d_model = shape
         facts = {"batch": tuple(batch), "leading": len(batch), "shape": (*batch, n_heads, T, d_model // n_heads)}
-        facts["came_back"] = (
-            f"the leading axes {tuple(batch)} came back as" if batch else "X has no leading axes, yet got"
-        )
-        facts["lead"] = lambda got: np.shape(got)[:-3]
+        came_back = f"the leading axes {tuple(batch)} came back as" if batch else "X has no leading axes, yet got"
+        facts.update(came_back=came_back, lead=lambda got: np.shape(got)[:-3])
         what = f"split_heads_batched(X of shape {shape}, n_heads={n_heads})"
         yield Case(what, (rng.normal(size=shape), n_heads), facts=facts)
 

@@ -129,27 +129,22 @@ def _measured_right(got, expected, case):
     mistakes=r"""
         added-lengths: `np.sqrt(x_length**2 + d_model / 2)` → `x_length + np.sqrt(d_model / 2)`
             {what} gave {got:.4g}: you added the two lengths, as for two vectors pointing the same way; these two are
-            nearly orthogonal, so their squared lengths add (Pythagoras). Measured over 400 random vectors:
-            {measured:.4g}
+            nearly orthogonal, so their squared lengths add (Pythagoras). {measured}
         no-square-root: `np.sqrt(x_length**2 + d_model / 2)` → `x_length**2 + d_model / 2`
-            {what} gave {got:.4g}: that is the squared length; take its square root. Measured over 400 random vectors:
-            {measured:.4g}
+            {what} gave {got:.4g}: that is the squared length; take its square root. {measured}
         full-width: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length**2 + d_model)`
             {what} gave {got:.4g}: you gave the encoding a squared length of d_model; a row has d_model/2 pairs (sin,
-            cos), each of length 1 (sin² + cos² = 1): its squared length is d_model/2. Measured over 400 random vectors:
-            {measured:.4g}
+            cos), each of length 1 (sin² + cos² = 1): its squared length is d_model/2. {measured}
         unit-encoding: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length**2 + 1)`
             {what} gave {got:.4g}: you gave the encoding a length of 1: each pair (sin, cos) has length 1, but a row has
-            d_model/2 pairs, so its squared length is d_model/2. Measured over 400 random vectors: {measured:.4g}
+            d_model/2 pairs, so its squared length is d_model/2. {measured}
         pairs-squared: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length**2 + (d_model / 2) ** 2)`
             {what} gave {got:.4g}: you gave the encoding a length of d_model/2, the number of pairs: that is its squared
-            length (1 per pair), so its length is √(d_model/2). Measured over 400 random vectors: {measured:.4g}
+            length (1 per pair), so its length is √(d_model/2). {measured}
         unsquared-length: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(x_length + d_model / 2)`
-            {what} gave {got:.4g}: you added x's length to the encoding's squared length. Measured over 400 random
-            vectors: {measured:.4g}
+            {what} gave {got:.4g}: you added x's length to the encoding's squared length. {measured}
         encoding-only: `np.sqrt(x_length**2 + d_model / 2)` → `np.sqrt(d_model / 2)`
-            {what} gave {got:.4g}: that is the encoding's length alone: the token vector counts too. Measured over 400
-            random vectors: {measured:.4g}
+            {what} gave {got:.4g}: that is the encoding's length alone: the token vector counts too. {measured}
     """,
     read=lambda got, what: one_number(got, what, "one real number"),
     compare=_measured_right,
@@ -158,7 +153,8 @@ def added_length():
     rng = check_rng()
     for x_length, d_model in ((1.0, 384), (20.0, 384), (1.0, 16), (5.0, 64)):
         measured = _measured_length(x_length, d_model, rng)  # the check measures what you predict
-        yield Case(f"added_length({x_length}, {d_model})", (x_length, d_model), {}, {"measured": measured}, measured)
+        facts = {"measured": f"Measured over 400 random vectors: {measured:.4g}"}
+        yield Case(f"added_length({x_length}, {d_model})", (x_length, d_model), {}, facts, measured)
 
 
 # --- exercise 3: score_from_offset(q_pair, k_pair, offset, theta): RoPE's score from the offset n − m alone

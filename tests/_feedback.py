@@ -41,7 +41,8 @@ def code_in(text):
 
 
 def _squeeze(text):
-    return re.sub(r"\s+", "", text)
+    """text without whitespace, and // read as / (a hint's d_model / n_heads is the solution's d_model // n_heads)."""
+    return re.sub(r"\s+", "", text).replace("//", "/")
 
 
 def solution_lines(source):

@@ -37,9 +37,9 @@ def _block_families(got, expected, case):
     hint="Project X into queries, keys and values, split each into n_heads heads, run scaled dot-product attention "
     "in each head, put the heads side by side again and project them with W_o: that is the change ΔE. The "
     "block returns X + ΔE.",
-    hint2="Check the shapes at each step: every projection (T, d_model), each head (T, d_head) with d_head = "
-    "d_model / n_heads, each head's weights (T, T) with rows summing to 1 over the keys, and ΔE (T, "
-    "d_model) again. A property to test: with W_o all zeros, ΔE is zero and the block gives back X "
+    hint2="Check the shapes at each step: every projection (T, d_model), each head (T, d_head), the model's width "
+    "shared out equally among the heads, each head's weights (T, T) with rows summing to 1 over the keys, and ΔE "
+    "(T, d_model) again. A property to test: with W_o all zeros, ΔE is zero and the block gives back X "
     "unchanged. The helpers of notebook 06 do the splitting, the attention and the merging.",
     solution="""
         def residual_attention_block(X, W_q, W_k, W_v, W_o, n_heads):
@@ -65,8 +65,8 @@ def _block_families(got, expected, case):
             {what}: the heads, put side by side, were added to X as they are; ΔE is the merged heads projected by W_o, a
             ({d_model}, {d_model}) matrix, and then added
         scaled-by-d-model: `/ np.sqrt(d_head)` → `/ np.sqrt(d_model)`
-            {what}: you scaled the scores by 1/√d_model; a head compares vectors of width d_head = d_model / n_heads =
-            {d_head}, so its scores are scaled by 1/√d_head
+            {what}: you scaled the scores by 1/√d_model; a head compares vectors of width d_head, the model's width
+            shared among the heads ({d_head}), so its scores are scaled by 1/√d_head
         not-scaled: `/ np.sqrt(d_head)` → ``
             {what}: the scores were not scaled; each head divides its scores by √d_head = √{d_head} before the softmax
             (notebook 04)

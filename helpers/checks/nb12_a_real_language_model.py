@@ -76,12 +76,14 @@ _SIZES = {  # name: (vocab_size, d_model, n_layers, n_heads, n_kv_heads, d_ff)
 
 
 @exercise(
-    hint="Add up the matrices and vectors: the embedding (also the output layer, tied), then in each layer W_q and "
-    "W_o, W_k and W_v, the feed-forward's matrices and the norms' weights, and the final norm. Each query head and "
-    "each key/value head is d_head = d_model / n_heads wide.",
-    hint2="Check yourself on SmolLM2: 134,515,008 in all, of which W_k is 576 × 192 (3 key/value heads of 64), not "
-    "576 × 576; SwiGLU has three matrices where 11's layer had two; an RMSNorm has one vector of d_model weights "
-    "and no shift, and the output layer adds nothing of its own.",
+    hint="Count every weight the decoder stores: the embedding table once (the output layer reuses it), then in "
+    "each layer the attention's four projections, the feed-forward's matrices and the norms' weights, and one norm "
+    "at the end. Every head, a query head or a key/value head, is as wide as the model's width shared out among "
+    "the query heads.",
+    hint2="Check yourself on SmolLM2: 134,515,008 in all. Its key and value projections are a third of the query's "
+    "size, since it keeps 3 key/value heads for 9 query heads; SwiGLU has three matrices where 11's feed-forward "
+    "had two; an RMSNorm keeps one vector of weights, as long as the model is wide, and no shift; the tied output "
+    "layer adds nothing of its own.",
     solution="""
         def decoder_parameters(vocab_size, d_model, n_layers, n_heads, n_kv_heads, d_ff):
             d_head = d_model // n_heads

@@ -328,12 +328,13 @@ def test_a_name_cannot_be_registered_twice():
     name = NAMES[0]
     before = dict(checks.EXERCISES)
 
-    def duplicate(answer):
-        pass
+    def duplicate():
+        yield checks.Case("x")
 
     duplicate.__name__ = name
+    solution, mistakes = f"def {name}(x):\n    return x\n", "m: `return x` → `return 0`\n    {what}: zero"
     with pytest.raises(ValueError, match=f"{name!r} is registered twice"):
-        checks.exercise(notebook="99_test", hint="h", hint2="h2", solution="", mistakes={"m": ""})(duplicate)
+        checks.exercise(notebook="99_test", hint="h", hint2="h2", solution=solution, mistakes=mistakes)(duplicate)
     assert checks.EXERCISES == before
 
 
@@ -345,18 +346,21 @@ def test_hint_with_a_bad_level_or_name_does_not_raise(capsys):
 
 @pytest.fixture
 def scratch_exercise():
-    """Register a throwaway exercise whose check is given by the test; removed afterwards."""
+    """Register a throwaway exercise whose one case is given by the test; removed afterwards."""
     made = []
 
-    def register(check_fn, name="scratch_exercise"):
-        check_fn.__name__ = name
+    def register(case, name="scratch_exercise"):
+        def cases():
+            yield case
+
+        cases.__name__ = name
         checks.exercise(
             notebook="99_test",
             hint="an idea",
             hint2="a nearer idea",
             solution=f"def {name}(x):\n    return x\n",
-            mistakes={"m": f"def {name}(x):\n    return 0\n"},
-        )(check_fn)
+            mistakes="m: `return x` → `return 0`\n    {what}: zero",
+        )(cases)
         made.append(name)
         return checks.EXERCISES[name]
 
@@ -367,11 +371,7 @@ def scratch_exercise():
 
 
 def test_a_fault_in_the_check_is_owned_by_the_check_not_blamed_on_the_learner(scratch_exercise, capsys):
-    def check(answer):
-        got = checks.call(answer, 3)
-        return {}[got]  # the check's own code fails on what the answer returned
-
-    ex = scratch_exercise(check)
+    ex = scratch_exercise(checks.Case("x = 3", run=lambda f: {}[f(3)]))  # the check's code fails on what f returned
     result = ex.run(lambda x: x + 1)
     assert result.status == checks.INCORRECT and result.mistake == "check-failed"
     assert "could not read your answer (KeyError: 4)" in result.message
@@ -379,7 +379,7 @@ def test_a_fault_in_the_check_is_owned_by_the_check_not_blamed_on_the_learner(sc
 
 
 def test_a_crash_in_the_answer_is_the_learners_even_when_the_check_calls_it(scratch_exercise, capsys):
-    ex = scratch_exercise(lambda answer: checks.call(answer, 3))
+    ex = scratch_exercise(checks.Case("x = 3", (3,)))
     result = ex.run(lambda x: {}[x])
     assert result.mistake == "crash" and "your code raised KeyError: 3" in result.message
 

@@ -131,15 +131,13 @@ _EDIT = re.compile(r"`([^`]*)` → `([^`]*)`")
 
 
 def mistakes_of(table, solution):
-    """[Mistake] from an exercise's table of mistakes, one way per entry, in the order written ({code: source} too).
+    """[Mistake] from an exercise's table of mistakes, one way per entry, in the order written.
 
     An entry is a line `code: `old` → `new`, `old` → `new`` (each change of the solution, \\n for a new line;
     more changes may follow on lines of their own), or `code:` and a whole function below it, indented; then its
     message, indented, on the lines below, joined with spaces. An entry with no message says what the entry above
     it with the same code says; when none does, the families name it.
     """
-    if isinstance(table, dict):
-        return [Mistake(code, textwrap.dedent(source).strip()) for code, source in table.items()]
     ways, whole = [], None  # (code, changes, a whole function's lines, the message's lines); whole: its indent
     for line in textwrap.dedent(table).strip().splitlines():
         indent, line = len(line) - len(line.lstrip()), line.strip()

@@ -8,7 +8,6 @@ without handing out code: only `solution` holds code.
 """
 
 import functools
-import inspect
 import textwrap
 from dataclasses import dataclass, field
 
@@ -78,10 +77,9 @@ def exercise(*, hint, hint2, solution, mistakes, forbid=(), notebook=None, **jud
     """Register a check; the decorated name becomes `checks.<name>(answer) -> Result`.
 
     The decorated function yields the Cases the answer is called on; mistakes: the table of mistakes (_cases.py);
-    judging: how a result is read and compared (returns, exact, close, read, compare, families: _cases.Judge). A
-    function of the answer is the check itself, the older way, with mistakes {code: source}. notebook: by
-    default from the module's name (nb05_masking -> 05_masking). hint: the idea in words (no code); hint2: more
-    concrete, still no code. forbid: "module.name" of workshop functions that already are the answer.
+    judging: how a result is read and compared (returns, exact, close, read, compare, families: _cases.Judge).
+    notebook: by default from the module's name (nb05_masking -> 05_masking). hint: the idea in words (no code);
+    hint2: more concrete, still no code. forbid: "module.name" of workshop functions that already are the answer.
     """
 
     def register(check_fn):
@@ -95,9 +93,9 @@ def exercise(*, hint, hint2, solution, mistakes, forbid=(), notebook=None, **jud
             )
         if not mistakes:
             raise ValueError(f"exercise {name!r} registers no mistakes: give at least one plausible wrong answer")
-        clean, older = _clean(solution), bool(inspect.signature(check_fn).parameters)  # older: check(answer)
+        clean = _clean(solution)
         ways = mistakes_of(mistakes, clean)
-        check = check_fn if older else Judge(name, check_fn, clean, ways, **judging)
+        check = Judge(name, check_fn, clean, ways, **judging)
         first = {way.code: way.source for way in reversed(ways)}  # each code's first way
         mistakes_by_code = {code: first[code] for code in dict.fromkeys(way.code for way in ways)}
         EXERCISES[name] = Exercise(

@@ -3,8 +3,8 @@
 Where the helpers already hold the answer (helpers.softmax, helpers.causal_mask, ...), the
 checks use the helper; what is here is written as loops, independent of the helpers, for the
 exercises that teach those helpers (a check must not compare a helper with itself).
-11_tiny_gpt's checks have theirs at the end: the loss and the sample worked out in plain numpy, a
-one-head toy model for the cached step, and a reader of one word id.
+11_tiny_gpt's checks have theirs at the end: the sample worked out in plain numpy, a one-head toy model for
+the cached step, and a reader of one word id (the loss is helpers.losses.softmax_cross_entropy's).
 """
 
 import numpy as np
@@ -71,18 +71,7 @@ def multihead_loop(x, context, W_q, W_k, W_v, W_o, n_heads, mask=None, scale=Non
     return np.concatenate(heads, axis=-1) @ W_o  # (T_q, d_model)
 
 
-# ---- 11_tiny_gpt: the next-word loss, sampling with a temperature, one cached step
-
-
-def log_probs(z, axis=-1):
-    """log softmax over `axis`, each row shifted by its max."""
-    z = z - z.max(axis=axis, keepdims=True)
-    return z - np.log(np.exp(z).sum(axis=axis, keepdims=True))
-
-
-def loss(values, targets):
-    """Minus the mean of values (B, n, V) at the targets (B, n): the cross-entropy, given log probabilities."""
-    return float(-np.take_along_axis(values, targets[..., None], axis=-1)[..., 0].mean())
+# ---- 11_tiny_gpt: sampling with a temperature, one cached step
 
 
 def pick(probs, u):

@@ -254,7 +254,7 @@ $(LITE_STAMP): requirements-lite.txt
 	$(LITE_VENV)/bin/python -m pip --disable-pip-version-check install --quiet -r requirements-lite.txt
 	@touch $@
 
-lite: $(LITE_STAMP)  ## build the JupyterLite site in build/lite (under a minute; 110 MB)
+lite: $(LITE_STAMP)  ## build the JupyterLite site in build/lite (under a minute; about 200 MB, 93 MB of it SmolLM2's weights)
 	$(LITE_VENV)/bin/python tools/build_lite.py
 
 lite-mirror: $(LITE_STAMP)  ## the offline Pyodide mirror for lite-test and lite-serve in build/lite-mirror (35 MB)

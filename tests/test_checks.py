@@ -18,6 +18,7 @@ from _feedback import code_in, mismatch_messages, solution_code_in
 import helpers
 from helpers import checks
 from helpers.checks import _core
+from helpers.checks._cases import Judge
 
 NAMES = sorted(checks.EXERCISES)
 MISTAKES = [(name, code) for name in NAMES for code in checks.EXERCISES[name].mistakes]
@@ -130,13 +131,11 @@ def test_every_way_of_making_a_mistake_is_named_in_words_and_shapes(name, i, cap
     no code: the words of messages kept as data are read here, as the check prints them."""
     ex = checks.EXERCISES[name]
     way = ex.ways[i]
-    if not hasattr(ex.check, "cases"):
-        pytest.skip("a check written as a function of the answer: its messages are literals, read as text")
     result, printed = run_check(name, define(way.source, name), capsys)
     assert result.mistake == way.code, f"{name}: way {i} of {way.code!r} was named {result.mistake!r}:\n{printed}"
     message = result.message.splitlines()[0].removeprefix(f"✗ {name}: ")
     said = message
-    for what in sorted((case.what for case in getattr(ex.check, "cases", list)()), key=len, reverse=True):
+    for what in sorted((case.what for case in ex.check.cases()), key=len, reverse=True):
         said = said.replace(what, "")  # the call the message names is the only code it may hold
     assert code_in(said) is None, f"{name} {way.code}: the message has code, {code_in(said)}: {said}"
 
@@ -336,6 +335,24 @@ def test_a_name_cannot_be_registered_twice():
     with pytest.raises(ValueError, match=f"{name!r} is registered twice"):
         checks.exercise(notebook="99_test", hint="h", hint2="h2", solution=solution, mistakes=mistakes)(duplicate)
     assert checks.EXERCISES == before
+
+
+def test_an_exercise_written_another_way_is_refused_when_registered():
+    """A check must be a function of no arguments yielding Cases, with its mistakes as a table (a string)."""
+    solution, table = "def odd_one(x):\n    return x\n", "m: `return x` → `return 0`\n    {what}: zero"
+
+    def odd_one(answer):  # a check of the answer itself
+        pass
+
+    with pytest.raises(TypeError, match="odd_one takes no arguments"):
+        checks.exercise(hint="h", hint2="h2", solution=solution, mistakes=table)(odd_one)
+
+    def odd_one():
+        yield checks.Case("x")
+
+    with pytest.raises(TypeError, match="mistakes should be a table of mistakes, a string; got dict"):
+        checks.exercise(hint="h", hint2="h2", solution=solution, mistakes={"m": solution})(odd_one)
+    assert "odd_one" not in checks.EXERCISES
 
 
 def test_hint_with_a_bad_level_or_name_does_not_raise(capsys):
@@ -730,8 +747,8 @@ def test_the_families_name_arrays_by_their_property():
 
 def test_every_exercise_is_in_the_notebook_its_module_names():
     for name, ex in checks.EXERCISES.items():
-        module = ex.check._cases.__module__ if hasattr(ex.check, "cases") else ex.check.__module__
-        assert module == f"helpers.checks.nb{ex.notebook}", name
+        assert isinstance(ex.check, Judge), f"{name}: every check is cases and a table of mistakes, judged by Judge"
+        assert ex.check._cases.__module__ == f"helpers.checks.nb{ex.notebook}", name
 
 
 @contextlib.contextmanager

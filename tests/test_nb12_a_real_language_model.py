@@ -153,6 +153,8 @@ def test_writing_stops_at_the_explorers_limit_and_says_so(model, shown, monkeypa
         ({"top_k": 0}, "top_k must be None or an int in [1, 49152], got 0. The explorer starts at temperature 0"),
         ({"top_k": 50_000}, "top_k must be None or an int in [1, 49152], got 50000."),
         ({"layer": 30}, "layer must be an int in [0, 29], got 30. The explorer starts at 0."),
+        ({"temperature": 2.5}, "The sliders reach temperature 2 and top-k 1, 2, 3, 5, 10, 20, 50, 100, 1000, off; got"),
+        ({"top_k": 7}, "got temperature 0.7, top_k 7. The explorer starts at temperature 0 with top-k off instead."),
     ],
 )
 def test_bad_arguments_give_a_message_in_the_explorer_then_it_runs(model, shown, options, message):
@@ -160,6 +162,11 @@ def test_bad_arguments_give_a_message_in_the_explorer_then_it_runs(model, shown,
     assert message in shown[-1] and "<table" in shown[-1]  # the message, then the drawing at safe settings
     box.controls["layer"].value = 2
     assert message not in shown[-1]  # said once
+
+
+def test_a_prompt_that_is_not_text_is_a_type_error_naming_it(model):
+    with pytest.raises(TypeError, match="prompt must be a string, got int"):
+        widgets.smollm2_explorer(model, prompt=123)
 
 
 def test_missing_weights_give_the_install_command_in_the_explorer(shown, monkeypatch):

@@ -1,8 +1,10 @@
 """Every explorer of every notebook, built as its demo and driven by its controls; what the explorers share."""
 
 import ast
+import importlib.util
 import inspect
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -149,3 +151,21 @@ def test_a_figure_an_explorer_draws_is_shown_with_a_text_alternative(monkeypatch
     before = len(shown_alts)
     widgets.explorer({"n": widgets._explorer.ipw.IntSlider(value=2)}, lambda n: None)  # HTML only: no figure to show
     assert len(shown_alts) == before
+
+
+def test_the_browser_tests_know_every_explorer_with_a_text_box(tmp_path):
+    """Both browser tests fail a notebook whose explorer should have a text box when they find none; the list they
+    use is read from the widget modules, and finds each of those that makes a Text or Combobox."""
+    spec = importlib.util.spec_from_file_location("controls", Path(__file__).parent / "browser" / "controls.py")
+    controls = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(controls)
+    with_boxes = {"01_embeddings", "02_similarity_matrix", "08_training_a_tiny_transformer"}
+    with_boxes |= {"09_attention_in_a_real_model", "11_tiny_gpt", "12_a_real_language_model"}
+    assert controls.notebooks_with_a_text_box() == with_boxes
+    for module in widgets.MODULES:  # the same six, seen from the widgets the explorers are made of
+        name = module.__name__.rsplit(".", 1)[1].removeprefix("nb")
+        assert ("ipw.Combobox(" in inspect.getsource(module) or "ipw.Text(" in inspect.getsource(module)) == (
+            name in with_boxes
+        ), name
+    (tmp_path / "nb99_scratch.py").write_text("box = ipw.Combobox(options=[])\n")
+    assert controls.notebooks_with_a_text_box(tmp_path) == {"99_scratch"}

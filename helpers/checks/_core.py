@@ -8,6 +8,7 @@ without handing out code: only `solution` holds code.
 """
 
 import functools
+import inspect
 import textwrap
 from dataclasses import dataclass, field
 
@@ -93,6 +94,14 @@ def exercise(*, hint, hint2, solution, mistakes, forbid=(), notebook=None, **jud
             )
         if not mistakes:
             raise ValueError(f"exercise {name!r} registers no mistakes: give at least one plausible wrong answer")
+        if not isinstance(mistakes, str):
+            raise TypeError(
+                f"exercise {name!r}: mistakes should be a table of mistakes, a string; got {type(mistakes).__name__}"
+            )
+        if inspect.signature(check_fn).parameters:
+            raise TypeError(
+                f"exercise {name!r}: {name} takes no arguments: it yields the Cases its answer is called on"
+            )
         clean = _clean(solution)
         ways = mistakes_of(mistakes, clean)
         check = Judge(name, check_fn, clean, ways, **judging)

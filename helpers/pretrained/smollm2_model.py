@@ -108,12 +108,19 @@ class SmolLM2:
 
         Shapes: ids (T,) -> (V,).
         """
+        return self.read_next(ids, kv_caches)[0]
+
+    def read_next(self, ids, kv_caches=None, keep_weights=False):
+        """next_logits, and with keep_weights every layer's attention weights of the ids that ran.
+
+        Shapes: ids (T,) -> (V,), and n_layers arrays (n_heads, T - cached, T) or None.
+        """
         ids = self.check_ids(ids)
         start = 0 if kv_caches is None else len(kv_caches[0])
         if start >= len(ids):
             raise ValueError(f"the cache already holds {start} tokens; ids has {len(ids)}, so no token is new")
-        x, _ = self.hidden(ids[start:], start, kv_caches)  # (T - start, d_model)
-        return self.output(x[-1:])[0]  # only the last position's scores are needed: (1, V) -> (V,)
+        x, weights = self.hidden(ids[start:], start, kv_caches, keep_weights=keep_weights)  # (T - start, d_model)
+        return self.output(x[-1:])[0], weights  # only the last position's scores are needed: (1, V) -> (V,)
 
     def check_prompt(self, prompt, n_new):
         """The prompt's token ids, or a TypeError/ValueError for an empty or too long prompt or a bad n_new."""

@@ -24,6 +24,7 @@ _SHOWN_TOKENS = 10  # the likeliest next tokens drawn as bars
 _SHOWN_KEYS = 16  # keys in the head view: the first token and the latest 15
 _TOP_K = [("1", 1), ("2", 2), ("3", 3), ("5", 5), ("10", 10), ("20", 20), ("50", 50), ("100", 100)]
 _TOP_K += [("1000", 1000), ("off", 0)]  # 0: no cut (the model's whole vocabulary)
+_MAX_TEMPERATURE = 2.0  # the temperature slider's end
 _ENDS = ("<|im_end|>", "<|endoftext|>")  # writing stops after one of these: the model ended its text
 
 
@@ -34,12 +35,8 @@ def smollm2_read(model, ids, kv_caches=None):
     that only the ids it has not seen run; None: every id runs.
     Shapes: ids (T,) -> logits (V,), rows (n_layers, n_heads, T).
     """
-    ids = model.check_ids(ids)
-    start = 0 if kv_caches is None else len(kv_caches[0])
-    if start >= len(ids):
-        raise ValueError(f"the cache already holds {start} tokens; ids has {len(ids)}, so no token is new")
-    x, weights = model.hidden(ids[start:], start, kv_caches, keep_weights=True)  # weights: (n_heads, T_new, T) each
-    return model.output(x[-1:])[0], np.stack([w[:, -1, :] for w in weights])  # (V,), (n_layers, n_heads, T)
+    logits, weights = model.read_next(ids, kv_caches, keep_weights=True)  # weights: (n_heads, T_new, T) each
+    return logits, np.stack([w[:, -1, :] for w in weights])  # (V,), (n_layers, n_heads, T)
 
 
 def smollm2_next_token_view(model, ids, temperature=0.0, top_k=None, kv_caches=None):
@@ -80,11 +77,17 @@ def _label(piece):
 
 
 def _argument_problem(model, temperature, top_k, layer):
-    """A message for a bad argument to smollm2_explorer, or None."""
+    """A message for a bad argument to smollm2_explorer (or one its sliders cannot show), or None."""
     try:
         check_sampling(temperature, top_k, model.config.vocab_size)
     except ValueError as exc:
         return f"{exc}. The explorer starts at temperature 0 with top-k off instead."
+    if temperature > _MAX_TEMPERATURE or top_k not in (None, *dict(_TOP_K).values()):
+        return (
+            f"The sliders reach temperature {_MAX_TEMPERATURE:g} and top-k {', '.join(k for k, _ in _TOP_K)}; "
+            f"got temperature {temperature!r}, top_k {top_k!r}. The explorer starts at temperature 0 with top-k off "
+            "instead."
+        )
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= layer < model.config.n_layers:
         return f"layer must be an int in [0, {model.config.n_layers - 1}], got {layer!r}. The explorer starts at 0."
     return None
@@ -118,6 +121,8 @@ def smollm2_explorer(model=None, prompt="The cat sat on the", temperature=0.7, t
 
     Shapes: an SmolLM2 model -> a widget with .controls, .buttons and .reader (the ids read and their cache).
     """
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a string, got {type(prompt).__name__}")
     problem = None
     if model is None:
         from helpers.pretrained import load_smollm2
@@ -134,7 +139,7 @@ def smollm2_explorer(model=None, prompt="The cat sat on the", temperature=0.7, t
             value=_shown(prompt), description="prompt", continuous_update=False, layout=ipw.Layout(width="560px")
         ),
         "temperature": ipw.FloatSlider(
-            value=temperature, min=0.0, max=2.0, step=0.05, description="temperature", style=WIDE_LABEL
+            value=temperature, min=0.0, max=_MAX_TEMPERATURE, step=0.05, description="temperature", style=WIDE_LABEL
         ),
         "top_k": ipw.SelectionSlider(
             options=_TOP_K, value=top_k if top_k in dict(_TOP_K).values() else 0, description="top-k"

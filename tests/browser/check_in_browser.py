@@ -696,6 +696,10 @@ def check_notebook(page, server, notebook, interface):
         problems += widget_problems
         if has_widget(notebook) and not explorers:
             problems.append("the notebook shows a widget but no explorer (a control above an output) was found")
+        if notebook.stem in controls.notebooks_with_a_text_box() and not boxes:
+            problems.append(
+                "its explorer has a text box, but none was found to type in (has controls.TEXT_BOX changed?)"
+            )
         lap("widgets")
         if interface == "lab":
             problems += accessibility_problems(page, server, notebook, rel, explorers)

@@ -5,8 +5,21 @@ Used by tests/browser/check_in_browser.py (JupyterLab) and tests/lite/check_lite
 a slider their own way (End and Home there, as Notebook 7 has them; the arrow keys and a mouse drag in JupyterLite).
 """
 
+import re
+from pathlib import Path
+
 # A single-line text box (ipywidgets' Text and Combobox): the notebooks ask for Enter to submit one.
 TEXT_BOX = ".widget-text input[type=text]"
+WIDGETS = Path(__file__).resolve().parents[2] / "helpers" / "widgets"
+
+
+def notebooks_with_a_text_box(folder=WIDGETS):
+    """The notebooks ("01_embeddings") whose explorer has a text box: their widget module makes a Text or Combobox.
+
+    A browser test that finds no text box in one of them fails: a selector that stopped matching must not pass.
+    """
+    made = re.compile(r"ipw\.(Text|Combobox)\(")
+    return {p.stem.removeprefix("nb") for p in folder.glob("nb*.py") if made.search(p.read_text(encoding="utf-8"))}
 
 
 def other_moves(view):

@@ -405,6 +405,8 @@ def run_notebook(browser, base, mirror, path, blocked):
         problems += [problem] if problem else []
         typed, boxes = text_box_problems(page)
         problems += typed
+    if path.stem in controls.notebooks_with_a_text_box() and not boxes and not ran_problems:
+        problems.append("its explorer has a text box, but none was found to type in (has controls.TEXT_BOX changed?)")
     shots = ROOT / "screenshots"
     shots.mkdir(exist_ok=True)
     page.screenshot(path=str(shots / f"lite-{path.stem}.png"))

@@ -50,8 +50,10 @@ def softmax_cross_entropy(logits, targets):
     log_probs = shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))  # (..., C)
     picked = np.take_along_axis(log_probs, targets[..., None], axis=-1)  # (..., 1)
     loss = -picked.sum() / n
-    onehot = np.eye(logits.shape[-1], dtype=logits.dtype)[targets]  # (...) -> (..., C)
-    return logits.dtype.type(loss), ((softmax(logits) - onehot) / n).astype(logits.dtype)
+    d_logits = softmax(logits)  # (..., C); minus 1 at each row's target: softmax(z) - onehot(y), with no (C, C) eye
+    at_target = np.take_along_axis(d_logits, targets[..., None], axis=-1)  # (..., 1)
+    np.put_along_axis(d_logits, targets[..., None], at_target - 1, axis=-1)
+    return logits.dtype.type(loss), (d_logits / n).astype(logits.dtype)
 
 
 def mean_squared_error(prediction, target):

@@ -1,12 +1,14 @@
 """helpers/losses.py: cross-entropy and squared error against loops and finite differences, accuracy, and the
 one check of integer ids that the losses (targets) and the models (word ids) share."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import losses
+from helpers import losses, softmax
 from helpers.gradients import numerical_gradient  # tested against closed forms in test_gradients.py
 
 
@@ -92,3 +94,19 @@ def test_mean_squared_error_value_and_gradient():
 def test_accuracy():
     logits = np.array([[0.1, 0.9], [0.8, 0.2], [0.3, 0.7], [0.6, 0.4]])
     assert losses.accuracy(logits, np.array([1, 0, 0, 0])) == 0.75
+
+
+def test_the_gradient_of_a_large_vocabulary_needs_no_vocabulary_by_vocabulary_array():
+    """12 scores a sentence over SmolLM2's 49,152 tokens: the gradient is built in the logits' own size (a one-hot
+    made from an identity matrix would take C x C numbers, 9.7 GB there, more than a browser's whole memory)."""
+    rng = np.random.default_rng(0)
+    logits, targets = rng.normal(size=(4, 5_000)).astype(np.float32), rng.integers(5_000, size=4)  # (4, C)
+    tracemalloc.start()
+    try:
+        loss, d_logits = losses.softmax_cross_entropy(logits, targets)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * logits.nbytes  # a (C, C) float32 identity alone would be 100 MB, 1,250 times the logits
+    expected = softmax(logits) - np.eye(5_000, dtype=np.float32)[targets]  # the one-hot, here, for the comparison
+    np.testing.assert_allclose(d_logits, expected / 4, rtol=1e-6, atol=1e-9)

@@ -1,6 +1,8 @@
 """What 12_a_real_language_model adds: its explorer (a prompt, temperature, top-k, a layer, two buttons) and its
 three exercises."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from _answers import mistake_cases, reads_as_meant, solution
@@ -252,3 +254,41 @@ def test_gqa_step_is_one_cached_step_of_the_models_attention(model, rng):
     expected = llama.grouped_query_attention(q, k, v, causal_mask(len(x)))[0][:, -1]  # (9, 64): the last token's
     assert np.allclose(out, expected, atol=1e-5)
     assert np.array_equal(cache_K, k) and np.array_equal(cache_V, v)
+
+
+# --- the notebook's sampled texts: the same words on any CPU ----------------------------------------------
+
+NOTEBOOK = Path(__file__).parents[1] / "notebooks" / "12_a_real_language_model.ipynb"
+HAIKU = "<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
+HAIKU += "<|im_start|>user\nWrite a haiku about a cat.<|im_end|>\n<|im_start|>assistant\n"
+SAMPLED = [  # (prompt, n_new, temperature, top_k, seed, stop, how the notebook writes the seed)
+    ("Once upon a time,", 30, 0.8, None, 6, None, "(0.8, None, 6)"),
+    ("Once upon a time,", 30, 1.0, 50, 10, None, "(1.0, 50, 10)"),
+    (HAIKU, 24, 0.7, 50, 32, "<|im_end|>", "temperature=0.7, top_k=50, rng=32"),
+]
+
+
+@pytest.mark.parametrize("prompt, n_new, temperature, top_k, seed, stop, written", SAMPLED)
+def test_the_notebooks_sampled_texts_draw_far_from_every_tie(model, prompt, n_new, temperature, top_k, seed, stop,
+                                                             written):  # fmt: skip
+    """Another CPU moves SmolLM2's logits by up to about 1e-4 (measured on three OpenBLAS kernels), and nbval
+    compares 12's sampled texts: each draw of the seeds 12 uses must land at least 0.001 from a boundary between two
+    tokens' shares, and the top-k cut must not sit on a near tie, or another machine could write another word."""
+    assert model.chat_prompt("Write a haiku about a cat.") == HAIKU
+    assert written in NOTEBOOK.read_text(encoding="utf-8")  # the notebook still uses this seed
+    ids, rng, caches = model.tokenizer.encode(prompt), np.random.default_rng(seed), model.new_cache()
+    stop_ids = model.stop_ids(stop)
+    for _ in range(n_new):
+        logits = model.next_logits(ids, caches)
+        if top_k:
+            ranked = np.sort(logits)[::-1]
+            assert ranked[top_k - 1] - ranked[top_k] > 1e-3  # the k-th and the next are not a near tie
+        cumulative = np.cumsum(next_word_distribution(logits, temperature, top_k))
+        u = rng.random() * cumulative[-1]  # helpers.next_word.sample's draw
+        token = int(np.searchsorted(cumulative, u, side="right"))
+        assert min(u - (cumulative[token - 1] if token else 0.0), cumulative[token] - u) > 1e-3
+        ids.append(token)
+        if token in stop_ids:
+            break
+    text = model.tokenizer.decode(ids)
+    assert text == model.generate(prompt, n_new, temperature=temperature, top_k=top_k, rng=seed, stop=stop)

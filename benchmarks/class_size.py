@@ -15,7 +15,9 @@ It runs the class test's real hub (tests/classroom) and prints four tables:
 3. Culling, on a time scale shrunk 60x: jupyterhub-idle-culler stops the server of a learner who
    left (and gives its memory back); jupyter_server's kernel culler shuts down the kernels of the
    notebooks a learner has closed, and keeps the one open in their browser.
-4. Learners per machine (2/4/8 cores, 8/16/32 GB) from 1 and 2, and which limit binds.
+4. Learners per machine (2/4/8 cores, 8/16/32 GB) from 1 and 2, and which limit binds: every kernel kept, at
+   most two, and at most two for a class that stops before the last notebook (--start-cpu: size the CPU limit
+   with another machine's seconds per start).
 """
 
 import argparse
@@ -125,6 +127,7 @@ def one_learner(args):
             rows.append(
                 {
                     "notebook": name,
+                    "kernel": run.kernel_id,
                     "seconds": seconds,
                     "cpu": cpu,
                     "errors": run.errors + again.errors,
@@ -299,24 +302,38 @@ def print_culling(result):
 # --------------------------------------------------------------------------- 4. the sizing table
 
 
-def sizing(one, rounds):
-    """Learners per machine: min(memory bound, CPU bound), with the numbers measured above."""
-    kernels = sorted((k["pss"] for k in one["kernels"].values()), reverse=True)
+def sizing(one, rounds, start_cpu=None):
+    """Learners per machine: min(memory bound, CPU bound), with the numbers measured above.
+
+    Three learners: every kernel kept, at most two kernels (the two largest), and at most two for a class that
+    stops before the last notebook (12: SmolLM2's kernel is by far the largest). start_cpu: the CPU seconds of one
+    start to size with (another machine's); by default the median measured at the largest class size.
+    """
     server = one["server"]["pss"]
-    per_learner = {"every kernel kept": server + sum(kernels), "two kernels": server + sum(kernels[:2])}
+    last = one["rows"][-1]
+    kernels = sorted((k["pss"] for k in one["kernels"].values()), reverse=True)
+    before = sorted((k["pss"] for kid, k in one["kernels"].items() if kid != last["kernel"]), reverse=True)
+    per_learner = {
+        "all kernels kept": server + sum(kernels),
+        "two kernels": server + sum(kernels[:2]),
+        f"two, stopping before {last['notebook'][:2]}": server + sum(before[:2]),
+    }
     n_max = max(rounds)
-    start_cpu = statistics.median(r["start CPU"] for r in rounds[n_max])
+    measured = statistics.median(r["start CPU"] for r in rounds[n_max])
+    start_cpu = start_cpu or measured
     print("\n4. Learners per machine = min(memory, CPU)")
     print(
-        f"memory per learner (PSS): {per_learner['every kernel kept']:.0f} MiB with every notebook's kernel "
-        f"left running, {per_learner['two kernels']:.0f} MiB with at most two (idle kernels shut down); "
-        f"reserved: {OS_RESERVE} MiB for the system + {one['hub_pss']:.0f} MiB hub and proxy"
+        "memory per learner (PSS): "
+        + ", ".join(f"{per:.0f} MiB with {how}" for how, per in per_learner.items())
+        + f"; reserved: {OS_RESERVE} MiB for the system + {one['hub_pss']:.0f} MiB hub and proxy"
     )
     print(
-        f"CPU: one learner's start (server, pull, 00) costs {start_cpu:.1f} CPU s; everybody clicking the link "
-        f"at once must have run 00 within {START_BURST} s: learners <= cores x {START_BURST} / {start_cpu:.1f}"
+        f"CPU: one learner's start (server, pull, 00) costs {measured:.1f} CPU s here"
+        + (f" (sized with {start_cpu:.1f})" if start_cpu != measured else "")
+        + f"; everybody clicking the link at once must have run 00 within {START_BURST} s: learners <= cores x "
+        f"{START_BURST} / {start_cpu:.1f}"
     )
-    print(f"{'cores':>5} {'RAM':>5}  {'all kernels kept':>24}  {'two kernels':>24}")
+    print(f"{'cores':>5} {'RAM':>5}" + "".join(f"  {how:>28}" for how in per_learner))
     for cores in (2, 4, 8):
         cpu_bound = int(cores * START_BURST / start_cpu)
         for ram in (8, 16, 32):
@@ -325,7 +342,7 @@ def sizing(one, rounds):
             for per in per_learner.values():
                 mem_bound = int(free // per)
                 cells.append(f"{min(mem_bound, cpu_bound)} ({'memory' if mem_bound <= cpu_bound else 'CPU'} binds)")
-            print(f"{cores:>5} {ram:>3}GB  {cells[0]:>24}  {cells[1]:>24}")
+            print(f"{cores:>5} {ram:>3}GB" + "".join(f"  {cell:>28}" for cell in cells))
 
 
 def main():
@@ -336,6 +353,7 @@ def main():
     parser.add_argument("--reruns", type=int, default=2, help="Run All again this many times in each kernel")
     parser.add_argument("--blas-threads", type=int, help="OPENBLAS_NUM_THREADS / OMP_NUM_THREADS for kernels")
     parser.add_argument("--sections", default="1,2,3", help="which tables to measure (the sizing table needs 1 and 2)")
+    parser.add_argument("--start-cpu", type=float, help="CPU seconds per start to size with")
     args = parser.parse_args()
     args.notebooks = [n for n in args.notebooks.split(",") if n]
     threads = args.blas_threads
@@ -351,7 +369,7 @@ def main():
     if "3" in sections:
         print_culling(culling(args))
     if {"1", "2"} <= sections:
-        sizing(one, rounds)
+        sizing(one, rounds, args.start_cpu)
 
 
 if __name__ == "__main__":

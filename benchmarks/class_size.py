@@ -305,7 +305,7 @@ def print_culling(result):
 def sizing(one, rounds, start_cpu=None):
     """Learners per machine: min(memory bound, CPU bound), with the numbers measured above.
 
-    Three learners: every kernel kept, at most two kernels (the two largest), and at most two for a class that
+    Three kinds of learner: every kernel kept, at most two kernels (the two largest), and at most two for a class that
     stops before the last notebook (12: SmolLM2's kernel is by far the largest). start_cpu: the CPU seconds of one
     start to size with (another machine's); by default the median measured at the largest class size.
     """
